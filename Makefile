@@ -1,0 +1,30 @@
+# Two commands on a fresh machine (see README): `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+# torch is installed first and pinned, so pip never swaps in a multi-GB build behind your back.
+TORCH_VERSION ?= 2.13.0
+PY := $(VENV)/bin/python
+
+.PHONY: setup demo test tools clean
+
+setup: $(VENV)/.ready
+
+$(VENV)/.ready: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "torch==$(TORCH_VERSION)"
+	$(PY) -m pip install -q -e ".[ml,report,test]"
+	touch $@
+
+demo: setup
+	$(VENV)/bin/autoresearch demo
+
+test: setup
+	$(PY) -m pytest
+
+# Headless Chromium and the pinned Claude Code CLI, for the browser and plugin tests.
+tools:
+	bash scripts/install-test-tools.sh
+
+clean:
+	rm -rf $(VENV) .tools

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what the browser and plugin tests drive for real:
+#   - Debian's chromium (headless) for the report tests,
+#   - the Claude Code CLI, pinned, into .tools/ for the plugin tests.
+# Tests that need them skip when they are missing, unless AUTORESEARCH_REQUIRE_ALL=1 (CI).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CLAUDE_CODE_VERSION="${CLAUDE_CODE_VERSION:-2.1.332}"
+
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "install-test-tools: chromium is missing; install it with your package manager (Debian: apt-get install chromium)" >&2
+  fi
+fi
+
+if [ ! -x .tools/node_modules/.bin/claude ] || \
+   [ "$(.tools/node_modules/.bin/claude --version 2>/dev/null | cut -d' ' -f1)" != "$CLAUDE_CODE_VERSION" ]; then
+  mkdir -p .tools
+  npm install --silent --no-audit --no-fund --prefix .tools "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" >/dev/null
+fi
+echo "install-test-tools: chromium $(chromium --version 2>/dev/null | awk '{print $2}'), claude $(.tools/node_modules/.bin/claude --version 2>/dev/null)"

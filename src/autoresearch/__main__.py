@@ -1,0 +1,5 @@
+import sys
+
+from autoresearch.cli import main
+
+sys.exit(main())

@@ -1,0 +1,65 @@
+"""The `autoresearch` command line: one argparse tree, each command in the module named for it.
+
+Exit codes (DESIGN 4.3): 0 done, 2 usage error, 3 refused (nothing run, nothing recorded).
+`--json` makes stdout exactly one JSON object; human text goes to stderr.
+
+Each module listed in COMMAND_MODULES exposes `add_parsers(subparsers)`, which adds its
+sub-commands and sets `func` (called with the parsed args, returns the exit code).
+Modules are imported when the CLI starts, so they must import only the standard library
+at module level (heavy optional imports go inside functions).
+"""
+
+import argparse
+import importlib
+import sys
+
+from autoresearch import __version__
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_REFUSED = 3
+
+# Order is the order shown in --help.
+COMMAND_MODULES = [
+]
+
+
+class Refused(Exception):
+    """Raised by a command that refuses to act: exit 3, nothing run, nothing recorded."""
+
+
+class UsageError(Exception):
+    """Raised for bad arguments that argparse cannot catch: exit 2."""
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="autoresearch",
+        description="Run, decide and record experiments: the engine behind the autoresearch plugin.",
+        epilog="Run `autoresearch COMMAND --help` for the options and examples of each command.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"autoresearch {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).add_parsers(sub)
+    return parser
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return args.func(args)
+    except Refused as exc:
+        print(f"autoresearch: refused: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
+    except UsageError as exc:
+        print(f"autoresearch: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("autoresearch: interrupted", file=sys.stderr)
+        return 130
