@@ -7,8 +7,10 @@ make the measured code differ from the committed code).
 
 import os
 import subprocess
+import time
 
 RUNS_REF = "refs/autoresearch/runs"
+LOCK_WAIT_S = 5.0
 FALLBACK_IDENTITY = ["-c", "user.name=autoresearch", "-c", "user.email=autoresearch@localhost"]
 
 
@@ -20,8 +22,15 @@ def git(repo, *args, check=True, input=None):
     """Run git in `repo`; return stdout (str, stripped of the final newline)."""
     env = dict(os.environ)
     env.setdefault("GIT_TERMINAL_PROMPT", "0")
-    proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True,
-                          input=input, env=env)
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while True:
+        proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True,
+                              input=input, env=env)
+        # A git command of an engine that was just killed may still hold the index lock:
+        # wait for it to finish rather than fail (it finishes on its own within milliseconds).
+        if proc.returncode == 0 or ".lock': File exists" not in proc.stderr or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     if check and proc.returncode != 0:
         raise GitError(f"git {' '.join(args)}: {proc.stderr.strip() or proc.stdout.strip()}")
     return proc.stdout.rstrip("\n") if proc.returncode == 0 else None
