@@ -115,13 +115,35 @@ def settings_fingerprint():
 # Data sources: each yields (train_docs, val_docs) as iterables of str
 # ---------------------------------------------------------------------------
 
+def _hub_reachable(timeout=5.0):
+    """A quick TCP check of the hub endpoint, so an offline machine fails in seconds, not after retries."""
+    import socket
+    from urllib.parse import urlparse
+    from huggingface_hub import constants
+    url = urlparse(constants.ENDPOINT)
+    try:
+        socket.create_connection((url.hostname, url.port or (443 if url.scheme == "https" else 80)), timeout).close()
+        return None
+    except OSError as e:
+        return f"{url.hostname}: {e.strerror or e}"
+
+
 def _hub_download(repo_id, filename, local_dir):
-    """One file from the Hugging Face hub: resumable, cached, with a progress bar."""
+    """One file from the Hugging Face hub into local_dir: resumable, cached, with a progress bar.
+    A file already there is used as is, so a prepared cache works offline."""
+    path = Path(local_dir) / filename
+    if path.exists():
+        return path
     try:
         from huggingface_hub import hf_hub_download
     except ImportError as e:
         raise PrepareError(f"huggingface_hub is not installed ({e}); pip install huggingface-hub, or use the "
                            + OFFLINE_HINT)
+    if not os.environ.get("HF_HUB_OFFLINE"):
+        problem = _hub_reachable()
+        if problem:
+            raise PrepareError(f"cannot reach Hugging Face to download {repo_id}/{filename} ({problem}); "
+                               + OFFLINE_HINT)
     try:
         return Path(hf_hub_download(repo_id=repo_id, filename=filename, repo_type="dataset",
                                     local_dir=str(local_dir)))
@@ -375,7 +397,6 @@ class BestFitPacker:
         self.buffer_size = buffer_size
         self.long_key = capacity + 1        # one bucket for documents longer than a row
         self.buckets = [deque() for _ in range(capacity + 2)]
-        self.long_lengths = {}
         self.mask = 0
         self.count = 0
         self.epoch = 1
@@ -385,10 +406,12 @@ class BestFitPacker:
         chunk, self.epoch = next(self.source)
         buckets, long_key, cap = self.buckets, self.long_key, self.capacity
         for doc, length in chunk:
-            key = length if length <= cap else long_key
-            if key == long_key:
-                self.long_lengths[doc] = length
-            buckets[key].append(doc)
+            if length <= cap:
+                buckets[length].append(doc)
+                key = length
+            else:   # lengths vary in this bucket, so it keeps them
+                buckets[long_key].append((doc, length))
+                key = long_key
             self.mask |= 1 << key
         self.count += len(chunk)
 
@@ -399,9 +422,9 @@ class BestFitPacker:
             doc = bucket.popleft()
             length = key
         else:   # every buffered doc is longer than a row: the shortest of them, oldest first
-            doc = min(bucket, key=lambda d: self.long_lengths[d])
-            bucket.remove(doc)
-            length = self.long_lengths.pop(doc)
+            i = min(range(len(bucket)), key=lambda j: bucket[j][1])
+            doc, length = bucket[i]
+            del bucket[i]
         if not bucket:
             self.mask ^= 1 << key
         return doc, length
@@ -454,6 +477,14 @@ def gather_rows(tokens, starts, takes, rows, capacity):
     return tokens[index].astype(np.int64).reshape(rows, capacity)
 
 
+def packed_rows(tokens, offsets, B, capacity, buffer_size=1000, chunk=REFILL_DOCS):
+    """Endless (rows, epoch): (B, capacity) int64 arrays of best-fit packed documents."""
+    packer = BestFitPacker(_doc_chunks(offsets, chunk), capacity, buffer_size)
+    while True:
+        docs, takes = packer.pack(B)
+        yield gather_rows(tokens, offsets[docs], takes, B, capacity), packer.epoch
+
+
 def make_dataloader(tokenizer, B, T, split, buffer_size=1000, device=None):
     """Yield (inputs, targets, epoch): (B, T) int64 tensors, every row led by BOS, no padding.
 
@@ -462,8 +493,7 @@ def make_dataloader(tokenizer, B, T, split, buffer_size=1000, device=None):
     """
     assert split in ("train", "val")
     tokens, offsets = load_split(split)
-    capacity = T + 1
-    packer = BestFitPacker(_doc_chunks(offsets), capacity, buffer_size)
+    batches = packed_rows(tokens, offsets, B, T + 1, buffer_size)
     device = torch.device(device or "cpu")
     pinned = device.type == "cuda"
     # inputs and targets side by side in one host buffer: one transfer, two contiguous tensors
@@ -471,8 +501,8 @@ def make_dataloader(tokenizer, B, T, split, buffer_size=1000, device=None):
     copied = [None, None]   # CUDA events: a pinned buffer is reused only after its copy finished
     turn = 0
     while True:
-        docs, takes = packer.pack(B)
-        rows = torch.from_numpy(gather_rows(tokens, offsets[docs], takes, B, capacity))
+        rows, epoch = next(batches)
+        rows = torch.from_numpy(rows)
         if copied[turn] is not None:
             copied[turn].synchronize()
         buf = host[turn]
@@ -485,7 +515,7 @@ def make_dataloader(tokenizer, B, T, split, buffer_size=1000, device=None):
             turn ^= 1
         else:
             batch = buf.to(device) if device.type != "cpu" else buf.clone()
-        yield batch[0], batch[1], packer.epoch
+        yield batch[0], batch[1], epoch
 
 
 # ---------------------------------------------------------------------------
