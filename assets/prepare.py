@@ -172,7 +172,7 @@ def climbmix_source(num_shards, workers=8):
     with ThreadPoolExecutor(max(1, workers)) as pool:
         train_paths = list(pool.map(lambda f: _hub_download(CLIMBMIX_REPO, f, local), names))
     train = (t for p in train_paths for t in _parquet_texts(p))
-    return train, _parquet_texts(val_path), {"shards": n}
+    return train, _parquet_texts(val_path), {"shards": num_shards}
 
 
 def tinystories_source():
@@ -686,9 +686,14 @@ def fit_baseline(train_py, tier):
 # Main
 # ---------------------------------------------------------------------------
 
-def prepare(source, profile, num_shards, workers):
+def prepare(source, profile, num_shards, workers, force=False):
     overrides = PROFILES[profile]
     vocab = overrides.get("VOCAB_SIZE", VOCAB_SIZE)
+    old = read_manifest()
+    if (not force and old and source in ("climbmix", "tinystories", "synthetic") and old.get("source") == source
+            and old.get("profile") == profile and old.get("shards") == (num_shards if source == "climbmix" else None)):
+        print(f"Data: {source} already prepared in {PREPARED_DIR} (--force to redo)")
+        return old
     t0 = time.time()
     if source == "climbmix":
         train_docs, val_docs, extra = climbmix_source(num_shards, workers)
@@ -754,11 +759,12 @@ def main(argv=None):
                         help="rewrite train.py's baseline block for this machine (auto) or a tier: "
                              + ", ".join(str(t[0]) for t in BASELINE_TIERS))
     parser.add_argument("--train-py", default=str(Path(__file__).with_name("train.py")))
+    parser.add_argument("--force", action="store_true", help="prepare again even if this source is prepared")
     args = parser.parse_args(argv)
     try:
         profile = args.profile or PROFILE
         if args.source or args.profile or args.fit_baseline is None:
-            manifest = prepare(args.source or "climbmix", profile, args.num_shards, args.download_workers)
+            manifest = prepare(args.source or "climbmix", profile, args.num_shards, args.download_workers, args.force)
             flag = " (SYNTHETIC)" if manifest["synthetic"] else ""
             print(f"Prepared {manifest['source']}{flag}, profile {profile}, in {PREPARED_DIR}")
         if args.fit_baseline is not None:

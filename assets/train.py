@@ -95,7 +95,8 @@ def triton_available():
 def pick_compile(device, requested=COMPILE):
     if requested != "auto":
         return bool(requested)
-    return device.type == "cuda" and triton_available()
+    # Triton (torch.compile's GPU backend) needs compute capability 7.0 or newer.
+    return device.type == "cuda" and torch.cuda.get_device_capability(device) >= (7, 0) and triton_available()
 
 
 def load_fa3():
@@ -165,11 +166,11 @@ def attention(q, k, v, window, backend, fa3=None):
         y = fa3.flash_attn_func(q, k, v, causal=True, window_size=(window if window < T - 1 else -1, 0))
         return y[0] if isinstance(y, tuple) else y
     q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
-    if backend == "flex":
-        from torch.nn.attention.flex_attention import flex_attention
-        y = flex_attention(q, k, v, block_mask=flex_block_mask(T, min(window, T - 1), q.device))
-    elif window >= T - 1:
+    if window >= T - 1:   # full causal: SDPA picks its flash kernel where it has one
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    elif backend == "flex":
+        from torch.nn.attention.flex_attention import flex_attention
+        y = flex_attention(q, k, v, block_mask=flex_block_mask(T, window, q.device))
     else:
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=window_mask(T, window, q.device))
     return y.transpose(1, 2)
@@ -233,11 +234,12 @@ class CausalSelfAttention(nn.Module):
         q = self.c_q(x).view(B, T, self.n_head, self.head_dim)
         k = self.c_k(x).view(B, T, self.n_head, self.head_dim)
         v = self.c_v(x).view(B, T, self.n_head, self.head_dim)
+        dtype = v.dtype   # the autocast dtype: attention kernels want q, k, v alike
         if ve is not None:  # value embedding mixed in through a per-head gate in (0, 2)
             gate = 2 * torch.sigmoid(self.ve_gate(x[..., :self.gate_channels]))
             v = v + gate.unsqueeze(-1) * ve.view(B, T, self.n_head, self.head_dim)
         q, k = norm(apply_rotary(q, *rope)), norm(apply_rotary(k, *rope))
-        y = attention(q, k, v, window, backend, fa3)
+        y = attention(q.to(dtype), k.to(dtype), v.to(dtype), window, backend, fa3)
         return self.c_proj(y.reshape(B, T, C))
 
 
@@ -552,6 +554,14 @@ def main():
     grad_accum = TOTAL_BATCH_SIZE // tokens_per_fwdbwd
     optimizer = MuonAdamW(model.param_groups())
     scaler = torch.amp.GradScaler(device.type) if dtype == torch.float16 else None
+    if compiled:
+        if COMPILE == "auto":   # a compiler failure falls back to eager instead of crashing the run
+            import torch._dynamo
+            torch._dynamo.config.suppress_errors = True
+        if model.backend == "flex":   # build the block masks outside the compiled graph
+            for w in set(model.windows):
+                if w < MAX_SEQ_LEN - 1:
+                    flex_block_mask(MAX_SEQ_LEN, w, device)
     train_model = torch.compile(model, dynamic=False) if compiled else model
 
     print(f"Device: {kind} {name} | dtype: {str(dtype).replace('torch.', '')} | attention: {model.backend} "

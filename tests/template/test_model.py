@@ -193,3 +193,15 @@ def test_constants_are_plain_literals_and_every_tier_is_valid(modules, tmp_path)
         strip = lambda s: s[:s.index("# >>> baseline")] + s[s.index("# <<< baseline"):]  # noqa: E731
         assert strip(copy.read_text()) == strip(original)
         assert set(CONTRACT) <= set(c)
+
+
+def test_mixed_precision_forward_and_backward(modules):
+    """The autocast path GPUs take (bf16 here on CPU): q, k, v reach attention in one dtype."""
+    _, train = modules
+    model = tiny_gpt(train, vocab=48, seq_len=32).train()
+    x = torch.randint(0, 48, (2, 32))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss = model(x, x)
+    loss.backward()
+    assert math.isfinite(loss.item())
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters())
