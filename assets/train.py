@@ -20,6 +20,7 @@ import time
 from dataclasses import asdict, dataclass
 
 import torch
+import torch._dynamo
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -556,7 +557,6 @@ def main():
     scaler = torch.amp.GradScaler(device.type) if dtype == torch.float16 else None
     if compiled:
         if COMPILE == "auto":   # a compiler failure falls back to eager instead of crashing the run
-            import torch._dynamo
             torch._dynamo.config.suppress_errors = True
         if model.backend == "flex":   # build the block masks outside the compiled graph
             for w in set(model.windows):
