@@ -148,6 +148,9 @@ def test_climbmix_path_uses_downloaded_shards_with_the_last_pinned_as_val(resear
     manifest = json.loads((cache / "prepared" / "manifest.json").read_text())
     assert manifest["source"] == "climbmix" and manifest["synthetic"] is False
     assert manifest["splits"]["train"]["docs"] == 300 and manifest["splits"]["val"]["docs"] == 20
+    again = subprocess.run(prepare_cmd(repo, "--source", "climbmix", "--num-shards", "1", "--profile", "smoke"),
+                           env=dict(env, AUTORESEARCH_CACHE=str(cache)), capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0 and "already prepared" in again.stdout
 
 
 def test_local_sources_and_bad_input(research_repo, tmp_path):

@@ -205,3 +205,16 @@ def test_mixed_precision_forward_and_backward(modules):
     loss.backward()
     assert math.isfinite(loss.item())
     assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters())
+
+
+def test_gradient_checkpointing_gives_the_same_gradients(modules):
+    _, train = modules
+    x = torch.randint(0, 48, (2, 32))
+    grads = []
+    for checkpointing in (False, True):
+        model = tiny_gpt(train, vocab=48, seq_len=32).train()
+        model.checkpointing = checkpointing
+        model(x, x).backward()
+        grads.append([p.grad.clone() for p in model.parameters()])
+    for a, b in zip(*grads):
+        torch.testing.assert_close(a, b)
