@@ -166,6 +166,8 @@ class _Diagnosis:
         if capacity:
             usable = capacity * memory.USABLE_FRACTION
             self.inter["usable_mb"] = round(usable / acc.MIB, 1)
+            if code == "OOM_MODEL_STATES" or fixed >= usable:
+                return self._depth_fix(b, usable)
             fits = [d for d in valid if d < b and fixed + d * per_sample <= usable]
         else:
             fits = [d for d in valid if d <= b // 2]  # no capacity known: halve
@@ -188,6 +190,21 @@ class _Diagnosis:
                 "(stores 2*s*h instead of 34*s*h bytes per layer).")
         return {}, ("The model states alone (16 bytes per parameter) leave no room on this GPU: "
                     "reduce DEPTH or the model width.")
+
+    def _depth_fix(self, b, usable):
+        """The model itself is too big: the deepest DEPTH that fits at the same device batch."""
+        depth = memory.shape(self.config)["depth"]
+        for d in range(depth - 1, 0, -1):
+            trial = dict(self.config, DEPTH=d)
+            peak = memory.peak_bytes(trial, b)
+            if peak <= usable:
+                self.inter["new_depth"] = d
+                self.inter["estimated_peak_mb_after"] = round(peak / acc.MIB, 1)
+                return {"DEPTH": d}, (
+                    f"The model states alone ({self.inter.get('fixed_memory_mb')} MiB at 16 bytes per "
+                    f"parameter) do not fit next to the activations; DEPTH {depth} -> {d} is the deepest "
+                    f"model that fits at DEVICE_BATCH_SIZE {b}.")
+        return {}, "Even a one-layer model does not fit at this device batch; lower DEVICE_BATCH_SIZE too."
 
     def _nan(self, code):
         if code == "FP16_OVERFLOW" or self.config.get("DTYPE") == "float16":
@@ -240,7 +257,8 @@ class _Diagnosis:
 
     def _arch_unsupported(self, match):
         context = self._context(match).lower()
-        if any(word in context for word in ("flash", "fa3", "kernels", "flex_attention")):
+        torch_lacks_arch = "is not compatible with the current pytorch installation" in self.log.lower()
+        if not torch_lacks_arch and any(word in context for word in ("flash", "fa3", "kernels", "flex_attention")):
             return "GPU_UNSUPPORTED", ["TORCH_ARCH_UNSUPPORTED"], self._set("ATTENTION_BACKEND", "sdpa"), (
                 "An attention kernel has no build for this GPU's architecture; use PyTorch SDPA.")
         return "GPU_UNSUPPORTED", ["TORCH_ARCH_UNSUPPORTED"], {}, (
