@@ -207,9 +207,9 @@ class _Diagnosis:
         return {}, "Even a one-layer model does not fit at this device batch; lower DEVICE_BATCH_SIZE too."
 
     def _nan(self, code):
-        if code == "FP16_OVERFLOW" or self.config.get("DTYPE") == "float16":
+        if code == "FP16_LOSS_SCALE_OVERFLOW" or self.config.get("DTYPE") == "float16":
             fix = self._set("DTYPE", "bfloat16") if self._bf16_ok() else self._set("DTYPE", "float32")
-            return "NAN_LOSS", ["FP16_OVERFLOW"], fix, (
+            return "NAN_LOSS", ["FP16_LOSS_SCALE_OVERFLOW"], fix, (
                 "The fp16 loss scale kept overflowing and the loss became non-finite; bf16 has "
                 "fp32's exponent range and needs no loss scaling.")
         self._nan_step()

@@ -50,7 +50,7 @@ SIGNATURES = [
         r"Watchdog caught collective operation timeout")),
     ("NCCL_ERROR", "DISTRIBUTED", re.compile(
         r"NCCL error in:|DistBackendError|ncclUnhandledCudaError|ncclSystemError|ncclInternalError")),
-    ("FP16_OVERFLOW", "NAN_LOSS", re.compile(
+    ("FP16_LOSS_SCALE_OVERFLOW", "NAN_LOSS", re.compile(
         r"Overflow detected\. Skipping step|Gradient overflow\.\s+Skipping step|Minimum loss scale reached")),
     ("LOSS_DIVERGED", "NAN_LOSS", re.compile(
         r"\bloss\s*[:=]\s*[-+]?(?:nan|inf)\b|Loss is (?:NaN|inf)|non-finite loss|^FAIL\s*$", _I | _M)),
