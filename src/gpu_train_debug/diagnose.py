@@ -36,8 +36,41 @@ def diagnose(log_text, config=None, profile=None):
     profile = dict(profile or {})
     if "micro_batch" in config:
         from gpu_train_debug import generic
-        return generic.diagnose(log_text, config, profile)
-    return _Diagnosis(log_text, config, profile).run()
+        try:
+            return generic.diagnose(log_text, config, profile)
+        except (KeyError, TypeError, ValueError, ZeroDivisionError, OverflowError):
+            pass  # not a complete task config: diagnose from the log alone
+    return _Diagnosis(log_text, _clean(config), _clean_profile(profile)).run()
+
+
+def _clean_profile(profile):
+    out = dict(profile)
+    steps = out.get("steps")
+    out["steps"] = [s for s in steps if isinstance(s, dict)] if isinstance(steps, list) else []
+    if not isinstance(out.get("summary"), dict):
+        out["summary"] = {}
+    if not memory.valid_number(out.get("gpu_memory_mb")):
+        out.pop("gpu_memory_mb", None)
+    return out
+
+
+_INTEGER_CONSTANTS = ("DEPTH", "ASPECT_RATIO", "HEAD_DIM", "TOTAL_BATCH_SIZE", "DEVICE_BATCH_SIZE",
+                      "MAX_SEQ_LEN", "VOCAB_SIZE", "TIME_BUDGET", "EVAL_TOKENS")
+
+
+def _clean(config):
+    """Drop constants whose values cannot be what train.py means (train.py is untrusted text)."""
+    out = {}
+    for name, value in config.items():
+        if name in _INTEGER_CONSTANTS:
+            if not (memory.valid_number(value) and float(value).is_integer()):
+                continue
+            value = int(value)
+        elif name.endswith("_LR") or name in ("LEARNING_RATE", "LR"):
+            if not memory.valid_number(value):
+                continue
+        out[name] = value
+    return out
 
 
 class _Diagnosis:
@@ -49,12 +82,12 @@ class _Diagnosis:
         self._log_facts()
 
     def _log_facts(self):
-        steps = [s for s in self.profile.get("steps") or [] if isinstance(s, dict)]
+        steps = self.profile["steps"]
         losses = patterns.losses(self.log)
         losses += [s["loss"] for s in steps if isinstance(s.get("loss"), (int, float))]
         self.losses = losses
         last = patterns.last_step(self.log)
-        if steps and isinstance(steps[-1].get("step"), int):
+        if steps and isinstance(steps[-1].get("step"), int) and not isinstance(steps[-1].get("step"), bool):
             pct = steps[-1].get("progress")
             last = (steps[-1]["step"], pct * 100 if isinstance(pct, (int, float)) else None)
         self.last = last
@@ -66,9 +99,9 @@ class _Diagnosis:
         if finite:
             self.inter["last_finite_loss"] = round(finite[-1], 4)
             self.inter["min_loss"] = round(min(finite), 4)
-        summary = self.profile.get("summary") or {}
+        summary = self.profile["summary"]
         bpb = patterns.VAL_BPB.search(self.log)
-        self.val_bpb = summary.get("val_bpb") if isinstance(summary.get("val_bpb"), (int, float)) else (
+        self.val_bpb = summary.get("val_bpb") if memory.valid_number(summary.get("val_bpb")) else (
             float(bpb.group(1)) if bpb else None)
 
     # -- dispatch -------------------------------------------------------------------------

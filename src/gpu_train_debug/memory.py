@@ -25,9 +25,18 @@ STATE_BYTES_PER_PARAM = 16
 USABLE_FRACTION = 0.92
 
 
+# Sane ranges: anything outside (a typo, 10**100, a string) falls back to the default.
+LIMIT = 2 ** 40
+
+
+def valid_number(value):
+    return (not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+            and 0 < value <= LIMIT)
+
+
 def _int(config, name):
     value = config.get(name, DEFAULTS.get(name))
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+    if not valid_number(value) or int(value) < 1:
         value = DEFAULTS[name]
     return int(value)
 
