@@ -30,8 +30,20 @@ _STATE_FRAMES = ("setup_optimizer", "init_weights", ".to(device", "to_empty(", "
                  "zeros_like", "in __init__")
 
 
+# A failure shows at the start (warnings, setup) or at the end (the traceback) of a log;
+# the middle is progress lines. Reading only these parts bounds the time for any log size.
+EXCERPT_HEAD = 64 * 1024
+EXCERPT_TAIL = 256 * 1024
+
+
+def excerpt(log_text):
+    if len(log_text) <= EXCERPT_HEAD + EXCERPT_TAIL:
+        return log_text
+    return log_text[:EXCERPT_HEAD] + "\n[... middle of the log skipped ...]\n" + log_text[-EXCERPT_TAIL:]
+
+
 def diagnose(log_text, config=None, profile=None):
-    log_text = log_text or ""
+    log_text = excerpt(log_text or "")
     config = dict(config or {})
     profile = dict(profile or {})
     if "micro_batch" in config:
@@ -100,9 +112,8 @@ class _Diagnosis:
             self.inter["last_finite_loss"] = round(finite[-1], 4)
             self.inter["min_loss"] = round(min(finite), 4)
         summary = self.profile["summary"]
-        bpb = patterns.VAL_BPB.search(self.log)
         self.val_bpb = summary.get("val_bpb") if memory.valid_number(summary.get("val_bpb")) else (
-            float(bpb.group(1)) if bpb else None)
+            patterns.val_bpb(self.log))
 
     # -- dispatch -------------------------------------------------------------------------
 

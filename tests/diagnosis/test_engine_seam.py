@@ -169,3 +169,18 @@ def test_diagnose_never_raises_on_junk():
         json.dumps(result, allow_nan=True)
 
     check()
+
+
+def test_long_log_keeps_startup_warning_and_final_traceback():
+    warning = (LOGS / "torch_build_without_sm120.log").read_text().split("Traceback")[0]
+    progress = "".join(f"step {i:05d} ({i / 300:.1f}%) | loss: 4.2 | dt: 300ms\n" for i in range(30000))
+    tail = "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+    result = diagnose(warning + progress + tail, {"ATTENTION_BACKEND": "fa3"}, {"status": "crash"})
+    # The warning at the top says torch itself lacks the architecture: no constant can fix that.
+    assert (result["family"], result["codes"], result["fix"]) == ("GPU_UNSUPPORTED", ["TORCH_ARCH_UNSUPPORTED"], {})
+    assert result["intermediates"]["last_step"] == 29999
+
+
+def test_unicode_that_changes_length_when_lowered():
+    text = "İ" * 50 + "\nRuntimeError: Current CUDA Device does not support bfloat16. Please switch dtype to float16.\n"
+    assert diagnose(text, {"DTYPE": "bfloat16"}, {})["fix"] == {"DTYPE": "float16"}
