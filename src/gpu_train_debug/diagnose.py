@@ -155,6 +155,9 @@ class _Diagnosis:
             "TOKENIZER_MISSING": self._tokenizer,
             "DATA_SHARDS_MISSING": self._data,
             "SHAPE_MISMATCH": self._shape,
+            "CAUSAL_LEAK": lambda m: self._too_good(forced=True),
+            "BACKEND_NEEDS_CUDA_COMPILE": self._backend_needs_cuda,
+            "WINDOW_PATTERN_INVALID": self._window_pattern,
             "NCCL_TIMEOUT": self._nccl,
             "NCCL_ERROR": self._nccl,
         }[code]
@@ -354,6 +357,19 @@ class _Diagnosis:
             "Tensor shapes do not agree (" + match.group(0)[:120] + "); a change to the model code "
             "broke a dimension. Revert or fix that edit.")
 
+    def _backend_needs_cuda(self, match):
+        return "CONFIG_INVALID", ["BACKEND_NEEDS_CUDA_COMPILE"], self._set("ATTENTION_BACKEND", "sdpa"), (
+            "FlexAttention needs a CUDA GPU and torch.compile; SDPA runs everywhere.")
+
+    def _window_pattern(self, match):
+        pattern = self.config.get("WINDOW_PATTERN")
+        fix = {}
+        if isinstance(pattern, str):
+            kept = "".join(ch for ch in pattern.upper() if ch in "SL") or "L"
+            fix = self._set("WINDOW_PATTERN", kept)
+        return "CONFIG_INVALID", ["WINDOW_PATTERN_INVALID"], fix, (
+            "WINDOW_PATTERN may only hold S (half-context sliding window) and L (full context).")
+
     def _batch_invalid(self):
         total, b = self.config.get("TOTAL_BATCH_SIZE"), self.config.get("DEVICE_BATCH_SIZE")
         if not (isinstance(total, int) and isinstance(b, int) and b > 0):
@@ -402,8 +418,8 @@ class _Diagnosis:
         return bool(finite and min(finite) < LEAK_LOSS) or (
             self.val_bpb is not None and self.val_bpb < LEAK_BPB)
 
-    def _too_good(self):
-        if self._leaky():
+    def _too_good(self, forced=False):
+        if forced or self._leaky():
             return "LOSS_TOO_GOOD", ["CAUSAL_LEAK"], {}, (
                 "The loss fell far below what next-token prediction on this data allows: the model "
                 "sees the tokens it predicts (causal mask off, is_causal=False, or targets in the "

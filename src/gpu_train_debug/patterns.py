@@ -16,10 +16,17 @@ SIGNATURES = [
         r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|HIP out of memory"
         r"|MPS backend out of memory"),
      ('out of memory', 'outofmemoryerror')),
+    ("CAUSAL_LEAK", "LOSS_TOO_GOOD", re.compile(
+        r"CAUSALITY VIOLATION|the model sees future tokens"),
+     ('causality violation', 'sees future tokens')),
     ("FA_UNSUPPORTED_ARCH", "GPU_UNSUPPORTED", re.compile(
         r"FlashAttention only supports|FlashAttention-?3 (?:is )?(?:only|not) supported"
-        r"|flash[_-]?attn\w* .*not supported on", _I),
-     ('flashattention', 'flash_attn', 'flash-attn', 'flashattn')),
+        r"|flash[_-]?attn\w* .*not supported on|Flash Attention 3 is unavailable"
+        r"|ATTENTION_BACKEND='fa3' needs a Hopper", _I),
+     ('flashattention', 'flash_attn', 'flash-attn', 'flashattn', 'flash attention 3', 'needs a hopper')),
+    ("BACKEND_NEEDS_CUDA_COMPILE", "CONFIG_INVALID", re.compile(
+        r"ATTENTION_BACKEND='flex' needs CUDA and torch\.compile"),
+     ("attention_backend='flex' needs",)),
     ("TRITON_GPU_TOO_OLD", "GPU_UNSUPPORTED", re.compile(
         r"too old to be supported by the triton GPU compiler"),
      ('too old to be supported',)),
@@ -44,15 +51,20 @@ SIGNATURES = [
         r"|CppCompileError|not yet supported for torch\.compile"),
      ('torch.compile', 'triton installation', 'backendcompilerfailed', 'inductorerror', 'torch._dynamo.exc', 'invalidcxxcompiler', 'cppcompileerror')),
     ("TOKENIZER_MISSING", "TOKENIZER", re.compile(
-        r"(?:FileNotFoundError|No such file or directory)[^\n]*(?:tokenizer|token_bytes)", _I),
-     ('filenotfounderror', 'no such file')),
+        r"(?:FileNotFoundError|No such file or directory)[^\n]*(?:tokenizer|token_bytes)|no tokenizer at", _I),
+     ('filenotfounderror', 'no such file', 'no tokenizer at')),
     ("DATA_SHARDS_MISSING", "DATA", re.compile(
         r"(?:FileNotFoundError|No such file or directory)[^\n]*(?:\.parquet|shard_|[/\\]data\b)"
-        r"|No (?:parquet|data|training) (?:files|shards) found", _I),
-     ('filenotfounderror', 'no such file', 'files found', 'shards found')),
+        r"|No (?:parquet|data|training) (?:files|shards) found|no prepared data in"
+        r"|the prepared split has no documents|cannot reach Hugging Face to download", _I),
+     ('filenotfounderror', 'no such file', 'files found', 'shards found', 'no prepared data',
+      'prepared split has no documents', 'cannot reach hugging face')),
     ("BATCH_NOT_DIVISIBLE", "CONFIG_INVALID", re.compile(
-        r"assert[^\n]*TOTAL_BATCH_SIZE\s*%|TOTAL_BATCH_SIZE[^\n]*(?:not divisible|must be divisible)"),
+        r"assert[^\n]*TOTAL_BATCH_SIZE\s*%|TOTAL_BATCH_SIZE[^\n]*(?:not divisible|must be divisible|not a multiple)"),
      ('total_batch_size',)),
+    ("WINDOW_PATTERN_INVALID", "CONFIG_INVALID", re.compile(
+        r"WINDOW_PATTERN=[^\n]*use only the letters S and L"),
+     ('window_pattern=',)),
     ("SHAPE_MISMATCH", "CONFIG_INVALID", re.compile(
         r"mat1 and mat2 shapes cannot be multiplied|shape '\[[^\]]*\]' is invalid for input of size"
         r"|The size of tensor a \(\d+\) must match|size mismatch for|must be divisible by"
@@ -68,8 +80,9 @@ SIGNATURES = [
         r"Overflow detected\. Skipping step|Gradient overflow\.\s+Skipping step|Minimum loss scale reached"),
      ('overflow detected', 'gradient overflow', 'minimum loss scale')),
     ("LOSS_DIVERGED", "NAN_LOSS", re.compile(
-        r"\bloss\s*[:=]\s*[-+]?(?:nan|inf)\b|Loss is (?:NaN|inf)|non-finite loss|^FAIL\s*$", _I | _M),
-     ('nan', 'inf', 'fail', 'non-finite')),
+        r"\bloss\s*[:=]\s*[-+]?(?:nan|inf)\b|Loss is (?:NaN|inf)|non-finite loss|^FAIL\s*$"
+        r"|the run diverged|val_bpb is (?:nan|inf)", _I | _M),
+     ('nan', 'inf', 'fail', 'non-finite', 'diverged')),
 ]
 
 _CODES = [code for code, _, _, _ in SIGNATURES]
