@@ -51,7 +51,7 @@ def read_constants_text(source):
     """
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return {}
     known = {}
     for stmt in tree.body:

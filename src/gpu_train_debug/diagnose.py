@@ -43,7 +43,8 @@ def excerpt(log_text):
 
 
 def diagnose(log_text, config=None, profile=None):
-    log_text = excerpt(log_text or "")
+    # train.py redraws its progress line with \r: make every update a line of its own.
+    log_text = excerpt(log_text or "").replace("\r\n", "\n").replace("\r", "\n")
     config = dict(config or {})
     profile = dict(profile or {})
     if "micro_batch" in config:
@@ -119,12 +120,16 @@ class _Diagnosis:
 
     def run(self):
         found = patterns.scan(self.log)
-        if found:
+        if self.status == "implausible":
+            # The run finished and only its result is in doubt: error text in its log was not fatal.
+            causal = any(code == "CAUSAL_LEAK" for code, _, _ in found)
+            result = self._too_good(forced=causal)
+        elif found:
             code, family, match = found[0]
             result = self._from_signature(code, family, match)
         elif self.status == "timeout" or "timed out" in self.reason:
             result = self._timeout()
-        elif self.status == "implausible" or self._leaky():
+        elif self._leaky():
             result = self._too_good()
         elif any(not math.isfinite(x) for x in self.losses):
             result = self._nan("LOSS_DIVERGED")

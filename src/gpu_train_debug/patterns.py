@@ -85,7 +85,6 @@ SIGNATURES = [
      ('nan', 'inf', 'fail', 'non-finite', 'diverged')),
 ]
 
-_CODES = [code for code, _, _, _ in SIGNATURES]
 
 # Numbers inside PyTorch's OOM message (c10/cuda/CUDACachingAllocator.cpp).
 _SIZE = r"([\d.]+) (bytes|[KMGT]iB)"

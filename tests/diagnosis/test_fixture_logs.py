@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gpu_train_debug import diagnose, memory
+from gpu_train_debug import diagnose
 from autoresearch.diagnosis import read_log
 
 LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
