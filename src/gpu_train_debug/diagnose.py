@@ -91,7 +91,9 @@ class _Diagnosis:
         self.log, self.config, self.profile = log_text, config, profile
         self.status = str(profile.get("status") or "")
         self.reason = str(profile.get("reason") or "")
-        self.inter = memory.intermediates(config) if config else {}
+        # Memory numbers only when train.py's shape constants were read (never from defaults alone).
+        shaped = any(name in config for name in ("DEPTH", "DEVICE_BATCH_SIZE", "TOTAL_BATCH_SIZE"))
+        self.inter = memory.intermediates(config) if shaped else {}
         self._log_facts()
 
     def _log_facts(self):
