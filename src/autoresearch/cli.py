@@ -26,6 +26,7 @@ COMMAND_MODULES = [
     "autoresearch.experiment",
     "autoresearch.summary",
     "autoresearch.session",
+    "autoresearch.diagnosis",
 ]
 
 
