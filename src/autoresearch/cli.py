@@ -21,6 +21,8 @@ EXIT_REFUSED = 3
 
 # Order is the order shown in --help.
 COMMAND_MODULES = [
+    "autoresearch.report",
+    "autoresearch.serve",
 ]
 
 
