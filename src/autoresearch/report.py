@@ -345,6 +345,8 @@ def read_steps(path, max_points):
     except OSError:
         return None
     lines = [line for line in raw.split(b"\n") if line.strip()]
+    if lines and not raw.endswith(b"\n") and not _parses(lines[-1]):
+        lines.pop()   # the writer is mid-line: a torn step is no step
     if not lines:
         return None
     total = len(lines)
@@ -370,6 +372,14 @@ def read_steps(path, max_points):
             cols[key] = values
     nonfinite = next((r.get("step") for r in rows if _nonfinite(r.get("loss"))), None)
     return {"total": total, "cols": cols, "lossNonFiniteAt": nonfinite}
+
+
+def _parses(line):
+    try:
+        json.loads(line)
+    except ValueError:
+        return False
+    return True
 
 
 def energy(steps, kwh_price):
@@ -435,7 +445,7 @@ def git_diffs(root, refs):
     try:
         out = subprocess.run(
             ["git", "diff-tree", "--stdin", "-p", "--no-color", "--no-ext-diff", "--first-parent", "--root"],
-            cwd=root, input="\n".join(wanted) + "\n", capture_output=True, timeout=60, check=True).stdout
+            cwd=root, input=("\n".join(wanted) + "\n").encode(), capture_output=True, timeout=60, check=True).stdout
     except (OSError, subprocess.SubprocessError):
         return {}
     result, current, chunk = {}, None, []

@@ -61,7 +61,7 @@ def make_repo(root, n_runs=300, steps=150, seed=0, malformed=True, segment_at=No
         run = _run(rng, n, seg, best, baseline_level)
         best_level = run.pop("_level")
         if run["status"] == "keep":
-            best = run["metric"]
+            best, facts["best_run"] = run["metric"], n
         clock += int((run["duration_s"] + rng.uniform(20, 60)) * 1000)
         run["timestamp"] = clock
         lines.append(json.dumps(run, ensure_ascii=False))

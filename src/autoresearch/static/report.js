@@ -13,6 +13,9 @@
   window.addEventListener('unhandledrejection', function (e) {
     recordError('unhandled rejection: ' + (e.reason && e.reason.message || e.reason));
   });
+  document.addEventListener('securitypolicyviolation', function (e) {
+    recordError('blocked by the content security policy: ' + e.violatedDirective);
+  });
   var consoleError = console.error;
   console.error = function () {
     recordError(Array.prototype.map.call(arguments, String).join(' '));

@@ -1,0 +1,70 @@
+"""The 300-run report in real headless Chromium: charts draw, nothing errs, hostile text stays text."""
+
+import html
+import json
+import re
+
+import pytest
+import report_fixture
+from conftest import run_cli
+from report_browser import dump_dom, png_size, root_attributes, screenshot
+
+
+@pytest.fixture(scope="module")
+def night(tmp_path_factory):
+    root = tmp_path_factory.mktemp("night")
+    facts = report_fixture.make_repo(root, n_runs=300, steps=150)
+    proc = run_cli(["report", "-o", "night.html", "--png", "progress.png"], cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    return root, facts, proc
+
+
+def test_report_command_writes_page_and_png_and_warns_about_malformed_lines(night):
+    root, facts, proc = night
+    assert "wrote night.html (300 runs" in proc.stderr
+    assert proc.stderr.count("skipped") == facts["malformed"] == 3
+    assert png_size(root / "progress.png")[0] > 1000
+    page = (root / "night.html").read_text(encoding="utf-8")
+    assert not re.findall(r"<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)=", page), "the page must load nothing"
+    for raw in ("<img src=x", "<script>document", "</script><script>alert", "<b>river</b>", "\u2028"):
+        assert raw not in page, f"unescaped {raw!r} in the HTML"
+    assert page.count("<script") == 2   # the JSON data and the page's own script, nothing injected
+
+
+def test_page_draws_charts_without_console_errors(night, tmp_path):
+    root, facts, _ = night
+    dom, console = dump_dom((root / "night.html").as_uri(), tmp_path / "profile")
+    attrs = root_attributes(dom)
+    assert attrs["data-ready"] == "1"
+    assert json.loads(html.unescape(attrs["data-errors"])) == []
+    assert console == [], console
+    assert attrs["data-progress-drawn"] == "300"
+    assert int(attrs["data-charts"]) >= 7   # the progress chart and the best run's curves
+    assert attrs["data-detail"] == str(facts["best_run"])   # the best run of the last segment opens first
+    # the summary, the warnings about the malformed lines, and one table row per run
+    assert "3 log line(s) skipped as malformed" in dom
+    assert dom.count("<tr data-run=") == 300
+    assert "nanochat on a 4090, after the driver update" in dom
+
+
+def test_hostile_descriptions_show_as_text_and_run_nothing(night, tmp_path):
+    root, _, _ = night
+    dom, console = dump_dom((root / "night.html").as_uri(), tmp_path / "profile")
+    attrs = root_attributes(dom)
+    assert "data-pwned" not in attrs
+    assert console == []
+    # shown as text (serialised escaped), never as elements
+    assert "&lt;script&gt;document.documentElement.setAttribute('data-pwned','script')&lt;/script&gt;" in dom
+    assert "&lt;img src=x onerror=" in dom
+    assert "<img" not in dom
+    assert dom.count("<script") == 2
+
+
+def test_screenshot_of_the_report(night, tmp_path):
+    root, _, _ = night
+    shot = tmp_path / "report.png"
+    width, height, console = screenshot((root / "night.html").as_uri(), tmp_path / "profile", shot)
+    assert (width, height) == (1400, 2400)
+    assert console == []
+    # a drawn page (charts, table) compresses far worse than a blank one (~10 KB)
+    assert shot.stat().st_size > 150_000
