@@ -41,6 +41,7 @@ SAMPLE_MAX_CHARS = 6_000
 STEP_KEYS = ("step", "progress", "elapsed_s", "loss", "lr_mult", "grad_norm", "tok_per_s",
              "mfu", "mem_mb", "power_w", "energy_j")
 FAILED = ("crash", "timeout", "checks_failed")
+_NUMBER = (int, float)
 DEFAULT_KWH_PRICE = 0.30
 PNG_HINT = "pip install 'autoresearch[report]'"
 
@@ -206,6 +207,7 @@ def normalise_run(record, segment, warn):
         "diagnosis": _clean(record.get("diagnosis")) if isinstance(record.get("diagnosis"), dict) else None,
         "run_dir": _text(record.get("run_dir")),
         "ref": _text(record.get("ref")),
+        "repeat_of": _num(record.get("repeat_of")),
     }
 
 
@@ -285,7 +287,7 @@ def read_current(root):
     number = data.get("run")
     if isinstance(number, bool) or not isinstance(number, int):
         return None
-    return {"run": number, "description": _text(data.get("description")),
+    return {"run": number, "description": _text(data.get("description")), "phase": _text(data.get("phase")),
             "started": _num(data.get("started", data.get("timestamp"))),
             "run_dir": _text(data.get("run_dir"))}
 
@@ -293,26 +295,31 @@ def read_current(root):
 # ---------------------------------------------------------------- per-run files
 
 def run_dir(root, run):
-    """The run's folder: the record's run_dir when it lies inside the repo, else the default."""
+    """The run's folder: the record's run_dir when it lies inside the repo, else the default.
+
+    The log is untrusted, so a run_dir that climbs out of the repo (`../..`, an absolute path)
+    is ignored rather than read into the page.
+    """
     default = root / RUNS_DIR / str(run["run"])
     given = run.get("run_dir")
     if given:
-        path = (root / given).resolve()
-        if path.is_relative_to(root.resolve()) and path.is_dir():
-            return path
+        path = os.path.normpath(os.path.join(root, given))
+        if path.startswith(os.path.join(str(root), "")) and os.path.isdir(path):
+            return Path(path)
     return default
 
 
 def all_details(root, model, max_points):
     """run_details for every run, keyed by run number as text; missing diffs come from git in one batch."""
-    missing = {r["run"]: _ref(r) for r in model["runs"] if not (run_dir(root, r) / "diff.patch").exists()}
+    folders = {r["run"]: run_dir(root, r) for r in model["runs"]}
+    missing = {r["run"]: _ref(r) for r in model["runs"] if not (folders[r["run"]] / "diff.patch").exists()}
     diffs = git_diffs(root, missing)
-    return {str(r["run"]): run_details(root, r, max_points, model, diffs) for r in model["runs"]}
+    return {str(r["run"]): run_details(root, r, max_points, model, diffs, folders[r["run"]]) for r in model["runs"]}
 
 
-def run_details(root, run, max_points, model=None, diffs=None):
+def run_details(root, run, max_points, model=None, diffs=None, folder=None):
     """Everything the page shows for one run, read from its folder (all parts optional)."""
-    folder = run_dir(root, run)
+    folder = folder or run_dir(root, run)
     steps = read_steps(folder / "steps.jsonl", max_points)
     diagnosis = run.get("diagnosis") or _read_json(folder / "diagnosis.json")
     diff = _read_text(folder / "diff.patch", DIFF_MAX_CHARS)
@@ -324,6 +331,7 @@ def run_details(root, run, max_points, model=None, diffs=None):
         "steps": steps,
         "diff": diff,
         "tail": read_tail(folder / "output.log"),
+        "checksTail": read_tail(folder / "checks.log") if run.get("status") == "checks_failed" else None,
         "sample": _read_text(folder / "sample.txt", SAMPLE_MAX_CHARS),
         "summary": summary if isinstance(summary, dict) else None,
         "diagnosis": diagnosis if isinstance(diagnosis, dict) else None,
@@ -353,8 +361,9 @@ def read_steps(path, max_points):
     if total > max_points:
         picks = sorted({round(i * (total - 1) / (max_points - 1)) for i in range(max_points)})
         lines = [lines[i] for i in picks]
+    text = b"[" + b",".join(lines) + b"]"
     try:   # one C-speed parse for the common case; line by line when something is torn
-        rows = json.loads(b"[" + b",".join(lines) + b"]")
+        rows = json.loads(text)
     except ValueError:
         rows = []
         for line in lines:
@@ -365,9 +374,15 @@ def read_steps(path, max_points):
     rows = [r for r in rows if isinstance(r, dict)]
     if not rows:
         return None
+    # Python's json reads NaN and Infinity, which strict JSON (and the page) cannot carry. Only
+    # when the text has them, or a value is not a number, is each value checked (the slow path).
+    suspect = b"NaN" in text or b"Infinity" in text
     cols = {}
     for key in STEP_KEYS:
-        values = [_round(r.get(key)) for r in rows]
+        values = [r.get(key) for r in rows]
+        if suspect or not all(type(v) in _NUMBER for v in values if v is not None):
+            # `v - v == 0` is False for NaN and ±inf; bool is not a number here
+            values = [v if type(v) in _NUMBER and v - v == 0 else None for v in values]
         if any(v is not None for v in values):
             cols[key] = values
     nonfinite = next((r.get("step") for r in rows if _nonfinite(r.get("loss"))), None)
@@ -498,17 +513,6 @@ def _num(value):
 
 def _nonfinite(value):
     return isinstance(value, float) and not math.isfinite(value)
-
-
-def _round(value):
-    """Six significant digits are plenty for a chart and halve the page size."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    if isinstance(value, int):
-        return value
-    if not math.isfinite(value):
-        return None
-    return float(f"{value:.6g}")
 
 
 def _clean(value, depth=0):

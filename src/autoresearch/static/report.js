@@ -396,6 +396,7 @@
     add(head, kvRows(h('div', 'kv'), [
       ['decision', r.reason], ['best before', fmt(r.best_before)], ['threshold', fmt(r.threshold)],
       ['confidence', isNum(r.confidence) ? r.confidence.toFixed(2) : ''], ['duration', duration(r.duration_s)],
+      ['repeat of', isNum(r.repeat_of) ? '#' + r.repeat_of : ''],
       ['logged', when(r.timestamp)], ['commit', r.commit], ['ASI', asiText(r.asi)], ['metrics', metrics],
       ['energy', e ? (e.kwh * 1000).toFixed(1) + ' Wh · cost ' + e.cost.toFixed(3) + ' at ' + state.model.kwhPrice + ' per kWh' +
         (isNum(e.avgPowerW) ? ' · average ' + e.avgPowerW.toFixed(0) + ' W' : '') : ''],
@@ -420,6 +421,10 @@
     box.appendChild(diffView(d.diff));
     add(box, h('h3', null, 'Output (tail)'));
     box.appendChild(d.tail ? h('pre', null, d.tail) : h('div', 'empty', 'no output.log for this run'));
+    if (d.checksTail) {
+      add(box, h('h3', null, 'Checks output (tail)'));
+      box.appendChild(h('pre', null, d.checksTail));
+    }
     add(box, h('h3', null, 'Text sample'));
     box.appendChild(d.sample ? h('pre', 'sample', d.sample) : h('div', 'empty', 'no sample.txt for this run'));
     root.setAttribute('data-detail', String(r.run));
@@ -514,20 +519,33 @@
       return;
     }
     box.hidden = false;
+    var segs = state.model ? state.model.segments : [], last = segs.length ? segs[segs.length - 1] : null;
+    var bestRun = last && last.bestRun !== null ? last.bestRun : null;
+    var best = bestRun !== null && state.details[bestRun] ? state.details[bestRun].steps : null;
+    if (bestRun !== null && !state.details[bestRun]) getDetails(bestRun);   // drawn from the next poll on
     document.getElementById('current-title').textContent = 'Running now: #' + cur.run +
-      (cur.description ? ' · ' + cur.description : '') + (cur.steps ? ' · ' + cur.steps.total + ' steps logged' : '');
+      (cur.description ? ' · ' + cur.description : '') + (cur.phase ? ' · ' + cur.phase : '') +
+      (cur.steps ? ' · ' + cur.steps.total + ' steps logged' : '') + (best ? ' · against the best run #' + bestRun : '');
     var grid = document.getElementById('current-charts');
     if (state.currentRun !== cur.run) {
       Object.keys(state.currentCharts).forEach(function (k) { state.currentCharts[k].destroy(); });
       state.currentCharts = {}; clear(grid); state.currentRun = cur.run;
     }
     if (!cur.steps) return;
-    var xKey = cur.steps.cols.elapsed_s ? 'elapsed_s' : 'step';
+    var xKey = cur.steps.cols.elapsed_s && (!best || best.cols.elapsed_s) ? 'elapsed_s' : 'step';
+    var key = best ? 'with-best-' + bestRun : 'alone';
+    if (state.currentKey !== key) {   // the best run's curves arrived or changed: draw afresh
+      Object.keys(state.currentCharts).forEach(function (k) { state.currentCharts[k].destroy(); });
+      state.currentCharts = {}; clear(grid); state.currentKey = key;
+    }
     CURVES.forEach(function (c) {
       if (!cur.steps.cols[c[0]]) return;
-      var data = columns(cur.steps, xKey, c[0]);
+      var sets = [cur.steps], labels = ['#' + cur.run], colors = [COLORS.current];
+      if (best && best.cols[c[0]]) { sets.push(best); labels.push('#' + bestRun + ' (best)'); colors.push(COLORS.compare); }
+      var data = sets.length === 1 ? columns(cur.steps, xKey, c[0])
+        : uPlot.join(sets.map(function (st) { return columns(st, xKey, c[0]); }));
       if (state.currentCharts[c[0]]) state.currentCharts[c[0]].setData(data);
-      else state.currentCharts[c[0]] = curveChart(grid, c[1], xKey, c[0], [cur.steps], ['#' + cur.run], [COLORS.current]);
+      else state.currentCharts[c[0]] = curveChart(grid, c[1], xKey, c[0], sets, labels, colors);
     });
     root.setAttribute('data-current-steps', String(cur.steps.total));
   }
