@@ -604,9 +604,13 @@ def progress_png(model, plt):
         pts = [(x, r["metric"]) for x, r in zip(xs, runs) if r["status"] == status and r["metric"] is not None]
         if pts:
             ax.scatter(*zip(*pts), s=size, color=color, label=label, zorder=3)
-    failed = [x for x, r in zip(xs, runs) if r["status"] in FAILED]
-    if failed:
-        ax.scatter(failed, [0] * len(failed), marker="x", color="#d62728", s=20, label="crashed",
+    failed = [(x, r["metric"]) for x, r in zip(xs, runs) if r["status"] in FAILED]
+    measured = [(x, m) for x, m in failed if m is not None]
+    if measured:   # failed checks still have a metric
+        ax.scatter(*zip(*measured), s=14, color="#d62728", label="failed checks", zorder=3)
+    lost = [x for x, m in failed if m is None]
+    if lost:
+        ax.scatter(lost, [0.01] * len(lost), marker="x", color="#d62728", s=20, label="crashed (no metric)",
                    transform=ax.get_xaxis_transform(), clip_on=False, zorder=3)
     for seg in model["segments"]:
         seg_pts = [(x, r["running_best"]) for x, r in zip(xs, runs)
@@ -619,7 +623,7 @@ def progress_png(model, plt):
     for x, r in zip(xs, runs):
         if r["status"] == "keep" and r["metric"] is not None:
             ax.annotate(r["description"][:40], (x, r["metric"]), xytext=(4, 4), textcoords="offset points",
-                        fontsize=7, rotation=30, color="#1a6e1a")
+                        fontsize=7, rotation=30, color="#1a6e1a", annotation_clip=True, clip_on=True)
     lo, hi = model["yRange"]
     if lo is not None:
         ax.set_ylim(lo, hi)

@@ -49,13 +49,18 @@ def test_page_draws_charts_without_console_errors(night, tmp_path):
 
 def test_hostile_descriptions_show_as_text_and_run_nothing(night, tmp_path):
     root, _, _ = night
-    dom, console = dump_dom((root / "night.html").as_uri(), tmp_path / "profile")
+    # open run 6 itself, so its description, ASI and sample are rendered in the detail view too
+    dom, console = dump_dom((root / "night.html").as_uri() + "#run=6", tmp_path / "profile")
     attrs = root_attributes(dom)
+    assert attrs["data-detail"] == "6"
+    assert json.loads(html.unescape(attrs["data-errors"])) == []
     assert "data-pwned" not in attrs
     assert console == []
     # shown as text (serialised escaped), never as elements
     assert "&lt;script&gt;document.documentElement.setAttribute('data-pwned','script')&lt;/script&gt;" in dom
     assert "&lt;img src=x onerror=" in dom
+    assert "note=&lt;img src=x onerror=alert(2)&gt;" in dom          # ASI
+    assert "&lt;b&gt;river&lt;/b&gt;" in dom                         # the text sample
     assert "<img" not in dom
     assert dom.count("<script") == 2
 

@@ -360,6 +360,7 @@
     if (!r) return Promise.resolve();
     state.selected = n;
     state.compare = defaultCompare(r);
+    if (location.hash !== '#run=' + n) history.replaceState(null, '', '#run=' + n);
     applyFilter();
     return renderDetail(scroll);
   }
@@ -574,10 +575,12 @@
     var first = !state.model;
     state.model = m;
     renderHeader(m); renderSummary(m); renderProgress(m); renderTable(m);
+    var linked = /^#run=(-?\d+)$/.exec(location.hash);
+    if (first && linked && runByNumber(Number(linked[1]))) state.selected = Number(linked[1]);
     var keep = state.selected !== null && runByNumber(state.selected);
     var last = m.segments.length ? m.segments[m.segments.length - 1] : null;
     var pick = keep ? state.selected : last && last.bestRun !== null ? last.bestRun : m.runs.length ? m.runs[m.runs.length - 1].run : null;
-    var done = pick === null ? Promise.resolve() : keep && !first ? Promise.resolve(applyFilter()) : select(pick, false);
+    var done = pick === null ? Promise.resolve() : keep && !first ? Promise.resolve(applyFilter()) : select(pick, !!(first && linked));
     return done;
   }
 
