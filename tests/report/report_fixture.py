@@ -41,7 +41,7 @@ CRASHES = [
 START_MS = 1_795_986_000_000   # 2026-11-29 22:00 UTC
 
 
-def make_repo(root, n_runs=300, steps=150, seed=0, malformed=True, segment_at=None):
+def make_repo(root, n_runs=300, steps=150, seed=0, malformed=True, segment_at=None, hostile=True):
     """Write the repo under `root`; return a dict of facts the tests check against."""
     root = Path(root)
     rng = random.Random(seed)
@@ -58,7 +58,7 @@ def make_repo(root, n_runs=300, steps=150, seed=0, malformed=True, segment_at=No
         if n == segment_at:
             seg, best, baseline_level = 1, None, best_level - 0.004
             lines.append(_config("nanochat on a 4090, after the driver update", 1))
-        run = _run(rng, n, seg, best, baseline_level)
+        run = _run(rng, n, seg, best, baseline_level, hostile)
         best_level = run.pop("_level")
         if run["status"] == "keep":
             best, facts["best_run"] = run["metric"], n
@@ -82,16 +82,16 @@ def _config(name, segment):
                        "segment": segment})
 
 
-def _run(rng, n, seg, best, level):
+def _run(rng, n, seg, best, level, hostile=True):
     """One record with a plausible metric; the keep rule mirrors the engine's (beat best by 0.001)."""
     key, text, values = IDEAS[n % len(IDEAS)]
     value = values[(n // len(IDEAS)) % len(values)]
-    description = HOSTILE.get(n, text.format(v=value))
+    description = HOSTILE[n] if hostile and n in HOSTILE else text.format(v=value)
     roll = rng.random()
     base = {"run": n, "commit": f"{rng.getrandbits(28):07x}", "segment": seg, "description": description,
             "asi": {"hypothesis": f"{key} is mistuned for 5-minute runs", "knob": key},
             "run_dir": f".autoresearch/runs/{n}", "ref": f"refs/autoresearch/runs/{n}"}
-    if n == 6:
+    if hostile and n == 6:
         base["asi"]["note"] = "<img src=x onerror=alert(2)>"
     first = best is None
     if not first and roll < 0.08:
@@ -172,3 +172,9 @@ def _write_run_files(folder, rng, run, steps):
     (folder / "diff.patch").write_text(
         "diff --git a/train.py b/train.py\n--- a/train.py\n+++ b/train.py\n@@ -30,7 +30,7 @@\n"
         f" # hyperparameters\n-{key} = 1\n+{key} = 2  # {run['description'][:60]}\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    # python tests/report/report_fixture.py DIR [RUNS]: a clean night to look at (docs/report.png)
+    import sys
+    print(make_repo(sys.argv[1], n_runs=int(sys.argv[2]) if len(sys.argv) > 2 else 300, malformed=False, hostile=False))

@@ -157,7 +157,7 @@
       segBest.forEach(function (arr, k) { arr.push(r.segment === k ? r.running_best : null); });
     });
     var series = [{ label: 'run' }, pointSeries('discarded', COLORS.discard, 4), pointSeries('kept', COLORS.keep, 8),
-      pointSeries('failed (with a metric)', COLORS.crash, 6)];
+      pointSeries('failed, with a metric', COLORS.crash, 6)];
     var data = [xs, disc, keep, other];
     segBest.forEach(function (arr, k) {
       series.push({
