@@ -53,3 +53,86 @@ def root_attributes(dom):
     """The attributes of the <html> element, as a dict."""
     tag = re.search(r"<html\b([^>]*)>", dom).group(1)
     return dict(re.findall(r'([\w-]+)="([^"]*)"', tag))
+
+
+class Page:
+    """A live headless Chromium tab driven over the DevTools protocol on a pipe (stdlib only).
+
+    Chromium reads NUL-terminated JSON commands on fd 3 and writes replies and events on fd 4
+    (--remote-debugging-pipe). Used where a test must change things while the page is open.
+    """
+
+    def __init__(self, url, profile):
+        import os
+        to_chrome_r, self._to_chrome = os.pipe()
+        self._from_chrome, from_chrome_w = os.pipe()
+
+        def wire_fds():   # in the child: our pipe ends become fds 3 and 4 (moved high first, as
+            import fcntl  # they may already sit on 3 or 4, where dup2 would keep close-on-exec)
+            high_r = fcntl.fcntl(to_chrome_r, fcntl.F_DUPFD, 10)
+            high_w = fcntl.fcntl(from_chrome_w, fcntl.F_DUPFD, 10)
+            os.dup2(high_r, 3)
+            os.dup2(high_w, 4)
+
+        # stderr goes to a file: Chromium's log could fill a pipe nobody reads and stall it
+        self._err = open(os.path.join(str(profile) + ".log"), "w+")
+        # close_fds=False: the dup2'd fds 3 and 4 must survive; our other fds are close-on-exec anyway
+        self.proc = subprocess.Popen(
+            [chromium(), *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-pipe", "about:blank"],
+            close_fds=False, preexec_fn=wire_fds, stdout=subprocess.DEVNULL, stderr=self._err)
+        os.close(to_chrome_r)
+        os.close(from_chrome_w)
+        self._buf, self._next_id = b"", 0
+        target = self._call("Target.createTarget", {"url": url})["targetId"]
+        self._session = self._call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+
+    def _call(self, method, params=None, session=None):
+        import json
+        import os
+        self._next_id += 1
+        msg = {"id": self._next_id, "method": method, "params": params or {}}
+        if session:
+            msg["sessionId"] = session
+        os.write(self._to_chrome, json.dumps(msg).encode() + b"\0")
+        while True:
+            while b"\0" not in self._buf:
+                chunk = os.read(self._from_chrome, 1 << 16)
+                assert chunk, "chromium closed the DevTools pipe"
+                self._buf += chunk
+            raw, self._buf = self._buf.split(b"\0", 1)
+            reply = json.loads(raw)
+            if reply.get("id") == self._next_id:
+                assert "error" not in reply, reply["error"]
+                return reply["result"]
+
+    def evaluate(self, expression):
+        result = self._call("Runtime.evaluate", {"expression": expression, "returnByValue": True},
+                            session=self._session)
+        assert "exceptionDetails" not in result, result["exceptionDetails"]
+        return result["result"].get("value")
+
+    def wait_for(self, expression, timeout=20):
+        """Poll a JS expression until it is truthy; return its value."""
+        import time
+        deadline = time.monotonic() + timeout
+        while True:
+            value = self.evaluate(expression)
+            if value:
+                return value
+            assert time.monotonic() < deadline, f"page never satisfied: {expression}"
+            time.sleep(0.2)
+
+    def close(self):
+        """Stop Chromium; return its console lines."""
+        import os
+        os.close(self._to_chrome)   # Chromium exits when its pipe closes
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        os.close(self._from_chrome)
+        self._err.seek(0)
+        err = self._err.read()
+        self._err.close()
+        return [line for line in err.splitlines() if ":CONSOLE" in line]

@@ -7,7 +7,7 @@ import re
 import pytest
 import report_fixture
 from conftest import run_cli
-from report_browser import dump_dom, png_size, root_attributes, screenshot
+from report_browser import Page, dump_dom, png_size, root_attributes, screenshot
 
 
 @pytest.fixture(scope="module")
@@ -73,3 +73,48 @@ def test_screenshot_of_the_report(night, tmp_path):
     assert console == []
     # a drawn page (charts, table) compresses far worse than a blank one (~10 KB)
     assert shot.stat().st_size > 150_000
+
+
+def test_table_sorts_filters_and_opens_runs(night, tmp_path):
+    root, facts, _ = night
+    page = Page((root / "night.html").as_uri(), tmp_path / "profile")
+    try:
+        page.wait_for("document.documentElement.getAttribute('data-ready') === '1'")
+        visible_runs = ("Array.from(document.querySelectorAll('#runs tbody tr')).filter(function (tr) {"
+                        " return !tr.hidden; }).map(function (tr) { return Number(tr.getAttribute('data-run')); })")
+        metric_of = "Number(document.querySelector('#runs tbody tr:not([hidden]) td:nth-child(3)').textContent)"
+        # sort by metric: the best (lowest) first, runs without a metric last
+        page.evaluate("document.querySelector('#runs th[data-key=metric]').click()")
+        model = json.loads(page.evaluate("document.getElementById('report-data').textContent"))["model"]
+        metrics = sorted(r["metric"] for r in model["runs"] if r["metric"] is not None)
+        assert page.evaluate(metric_of) == pytest.approx(metrics[0], abs=1e-9)
+        page.evaluate("document.querySelector('#runs th[data-key=metric]').click()")   # descending
+        assert page.evaluate(metric_of) == pytest.approx(metrics[-1], abs=1e-9)
+        # filter by status, then by text
+        page.evaluate("var s = document.getElementById('status-filter'); s.value = 'crash';"
+                      " s.dispatchEvent(new Event('change'))")
+        crashed = page.evaluate(visible_runs)
+        assert len(crashed) == facts["statuses"]["crash"]
+        assert all(r["status"] == "crash" for r in model["runs"] if r["run"] in crashed)
+        page.evaluate("var f = document.getElementById('filter'); f.value = 'MATRIX_LR';"
+                      " f.dispatchEvent(new Event('input'))")
+        both = page.evaluate(visible_runs)
+        assert both and set(both) < set(crashed)
+        # open a crashed run: its diagnosis and its curves against the best run
+        page.evaluate(f"document.querySelector('#runs tr[data-run=\"{both[0]}\"]').click()")
+        page.wait_for(f"document.documentElement.getAttribute('data-detail') === '{both[0]}'")
+        detail = page.evaluate("document.getElementById('detail').textContent")
+        assert "Diagnosis: " in detail and "Traceback" in detail
+        segment = next(r["segment"] for r in model["runs"] if r["run"] == both[0])
+        best_of_segment = model["segments"][segment]["bestRun"]   # compared with the best of its own segment
+        assert page.evaluate("document.getElementById('compare').value") == str(best_of_segment)
+        assert page.evaluate("document.querySelectorAll('#detail .curve canvas').length") >= 6
+        # compare against nothing: one line per chart
+        page.evaluate("var c = document.getElementById('compare'); c.value = '';"
+                      " c.dispatchEvent(new Event('change'))")
+        page.wait_for("document.querySelectorAll('#detail .curve .u-legend .u-series').length === "
+                      "2 * document.querySelectorAll('#detail .curve').length")
+        assert page.evaluate("document.documentElement.getAttribute('data-errors')") == "[]"
+    finally:
+        console = page.close()
+    assert console == []

@@ -1,6 +1,5 @@
 """`autoresearch serve`: loopback only, new runs appear, the running run's curves grow, bad lines warn."""
 
-import html
 import json
 import re
 import socket
@@ -13,7 +12,7 @@ import urllib.request
 import pytest
 import report_fixture
 from conftest import engine_env, run_cli
-from report_browser import dump_dom, root_attributes
+from report_browser import Page
 
 
 
@@ -128,24 +127,42 @@ def test_running_experiment_curves_grow(served):
     assert get(base + "api/current") == {"run": None}   # logged: no longer running
 
 
-def test_live_page_in_chromium_shows_the_appended_run_and_the_running_one(served, tmp_path):
-    root, base, _, _ = served
-    append_record(root, {
-        "run": 21, "status": "discard", "metric": 0.99, "description": "appended <script>x()</script> idea"})
-    run_dir = root / ".autoresearch" / "runs" / "22"
-    run_dir.mkdir()
-    (run_dir / "steps.jsonl").write_text(
-        "".join(json.dumps({"step": i, "elapsed_s": i, "loss": 9 - i / 10, "mfu": 40.0}) + "\n" for i in range(7)))
-    (root / ".autoresearch" / "current.json").write_text(json.dumps({"run": 22, "description": "in flight"}))
-    dom, console = dump_dom(base, tmp_path / "profile", budget_ms=5000)
-    attrs = root_attributes(dom)
-    assert attrs["data-ready"] == "1", dom[:500]
-    assert json.loads(html.unescape(attrs["data-errors"])) == [] and console == []
-    assert attrs["data-progress-drawn"] == "21"
-    assert attrs["data-current-steps"] == "7"
-    assert "appended &lt;script&gt;x()&lt;/script&gt; idea" in dom
-    assert "Running now: #22 · in flight" in dom
-    assert "live · updated" in dom
+def test_live_page_in_chromium_grows_while_runs_are_logged(served, tmp_path):
+    """An open page picks up a new run, the running run's growing steps, and a malformed line."""
+    root, base, _, proc = served
+    page = Page(base, tmp_path / "profile")
+    try:
+        attr = "document.documentElement.getAttribute"
+        page.wait_for(f"{attr}('data-ready') === '1' && {attr}('data-progress-drawn') === '20'")
+        append_record(root, {"run": 21, "status": "discard", "metric": 0.99, "segment": 1,
+                             "description": "appended <img src=x onerror=alert(1)> idea"})
+        page.wait_for(f"{attr}('data-progress-drawn') === '21'")
+        row = page.evaluate("document.querySelector('#runs tr[data-run=\"21\"] td.desc').textContent")
+        assert row == "appended <img src=x onerror=alert(1)> idea"
+        assert page.evaluate("document.querySelectorAll('img, #runs script').length") == 0
+
+        run_dir = root / ".autoresearch" / "runs" / "22"
+        run_dir.mkdir()
+        steps = run_dir / "steps.jsonl"
+        steps.write_text("".join(json.dumps({"step": i, "elapsed_s": i, "loss": 9 - i / 10, "mfu": 40.0}) + "\n"
+                                 for i in range(5)))
+        (root / ".autoresearch" / "current.json").write_text(json.dumps({"run": 22, "description": "in flight"}))
+        page.wait_for(f"{attr}('data-current-steps') === '5'")
+        with open(steps, "a") as f:
+            f.write("".join(json.dumps({"step": i, "elapsed_s": i, "loss": 9 - i / 10, "mfu": 40.0}) + "\n"
+                            for i in range(5, 12)))
+        page.wait_for(f"{attr}('data-current-steps') === '12'")
+        title = page.evaluate("document.getElementById('current-title').textContent")
+        assert title.startswith("Running now: #22 · in flight · 12 steps logged")
+
+        with open(root / "autoresearch.jsonl", "a") as f:
+            f.write('{"run": 23, "status": \n')
+        page.wait_for("document.getElementById('warnings').textContent.indexOf('1 log line(s) skipped') === 0")
+        assert proc.poll() is None
+        assert page.evaluate(f"{attr}('data-errors')") == "[]"
+    finally:
+        console = page.close()
+    assert console == []
 
 
 def test_port_in_use_is_a_clear_usage_error(tmp_path):

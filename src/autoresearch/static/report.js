@@ -56,7 +56,7 @@
     if (!isNum(v)) return '';
     var a = Math.abs(v);
     if (a !== 0 && (a < 1e-3 || a >= 1e6)) return v.toExponential(3);
-    return String(Number(v.toPrecision(6)));
+    return String(Number(v.toPrecision(7)));
   }
   function pct(v) { return isNum(v) ? (v > 0 ? '+' : '') + v.toFixed(2) + '%' : ''; }
   function duration(s) {
