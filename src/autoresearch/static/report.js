@@ -119,7 +119,7 @@
         isNum(s.spanHours) ? 'over ' + s.spanHours.toFixed(1) + ' h' : ''),
       card('GPU hours', isNum(s.gpuHours) ? s.gpuHours.toFixed(2) : '–',
         s.runsWithDuration + ' of ' + n + ' runs timed'),
-      card('longest streak without a keep', String(s.longestNoKeep) + ' runs',
+      card('longest streak without a keep', s.longestNoKeep + (s.longestNoKeep === 1 ? ' run' : ' runs'),
         'current streak ' + s.currentNoKeep)
     );
     if (isNum(s.energyKwh)) {
@@ -170,8 +170,9 @@
     var downAt = null;
     var opts = {
       width: chartWidth(el), height: 400, series: series,
-      scales: { x: { time: false }, y: { range: function (u, lo, hi) { return yr ? [yr[0], yr[1]] : [lo, hi]; } } },
-      axes: [{ label: 'experiment' },
+      scales: { x: { time: false, range: function (u, lo, hi) { return [Math.min(lo, 1) - 0.5, hi + 0.5]; } },
+        y: { range: function (u, lo, hi) { return yr ? [yr[0], yr[1]] : [lo, hi]; } } },
+      axes: [{ label: 'experiment', incrs: [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 5000, 10000] },
         { label: m.metricName + (m.metricUnit ? ' (' + m.metricUnit + ')' : ''), size: 70,
           values: function (u, vals) { return vals.map(fmt); } }],
       legend: { show: true },
@@ -210,7 +211,7 @@
       if (runs[i].segment !== runs[i - 1].segment) {
         var sx = u.valToPos(i + 0.5, 'x', true);
         ctx.beginPath(); ctx.moveTo(sx, top); ctx.lineTo(sx, bottom); ctx.stroke();
-        ctx.fillStyle = '#666'; ctx.font = (11 * dpr) + 'px sans-serif';
+        ctx.fillStyle = '#666'; ctx.font = (11 * dpr) + 'px sans-serif'; ctx.textAlign = 'left';
         ctx.fillText('segment ' + runs[i].segment, sx + 4 * dpr, top + 12 * dpr);
       }
     }
@@ -230,6 +231,7 @@
       kept = kept.slice().sort(function (a, b) { return Math.abs(b[1].delta_pct || 0) - Math.abs(a[1].delta_pct || 0); }).slice(0, 40);
     }
     ctx.fillStyle = '#1a6e1a'; ctx.font = (10 * dpr) + 'px sans-serif';
+    ctx.textAlign = 'left'; ctx.textBaseline = 'alphabetic';   // uPlot leaves its axis alignment set
     kept.forEach(function (p) {
       var x = u.valToPos(p[0] + 1, 'x', true), y = u.valToPos(p[1].metric, 'y', true);
       if (x < u.bbox.left || x > u.bbox.left + u.bbox.width || y < top || y > bottom) return;
