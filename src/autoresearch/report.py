@@ -36,7 +36,7 @@ REPORT_POINTS = 100
 LIVE_POINTS = 600
 TAIL_BYTES = 12_000
 TAIL_LINES = 80
-DIFF_MAX_CHARS = 120_000
+DIFF_MAX_CHARS = 60_000   # a rewrite of train.py fits; a vendored blob does not
 SAMPLE_MAX_CHARS = 6_000
 # The steps.jsonl keys the page draws (progress is elapsed_s over the budget, so it is left out);
 # energy_j is read for the energy figure and then dropped from the page.
@@ -325,9 +325,12 @@ def run_details(root, run, max_points, model=None, diffs=None, folder=None):
     folder = folder or run_dir(root, run)
     steps = read_steps(folder / "steps.jsonl", max_points)
     diagnosis = run.get("diagnosis") or _read_json(folder / "diagnosis.json")
-    diff = _read_text(folder / "diff.patch", DIFF_MAX_CHARS)
+    diff = _read_text(folder / "diff.patch", DIFF_MAX_CHARS + 1)
     if diff is None:
         diff = diffs.get(run["run"]) if diffs is not None else git_diffs(root, {run["run"]: _ref(run)}).get(run["run"])
+    truncated = diff is not None and len(diff) > DIFF_MAX_CHARS
+    if truncated:
+        diff = diff[:DIFF_MAX_CHARS]
     summary = _read_json(folder / "summary.json")
     price = model["kwhPrice"] if model else DEFAULT_KWH_PRICE
     used = energy(steps, price)
@@ -336,6 +339,7 @@ def run_details(root, run, max_points, model=None, diffs=None, folder=None):
     return {
         "steps": steps,
         "diff": diff,
+        "diffTruncated": f"git show {_ref(run)}" if truncated else None,
         "tail": read_tail(folder / "output.log"),
         "checksTail": read_tail(folder / "checks.log") if run.get("status") == "checks_failed" else None,
         "sample": _read_text(folder / "sample.txt", SAMPLE_MAX_CHARS),
@@ -484,7 +488,7 @@ def _store(result, wanted, sha, chunk):
     if sha:
         text = "\n".join(chunk).strip("\n")
         for run in wanted[sha]:
-            result[run] = text[:DIFF_MAX_CHARS]
+            result[run] = text[:DIFF_MAX_CHARS + 1]
 
 
 def _read_text(path, limit):

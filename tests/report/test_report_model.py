@@ -214,3 +214,13 @@ def test_kwh_price_must_be_a_number(tmp_path):
     write_log(tmp_path, [config(), run(1, "keep", 1.0)])
     proc = run_cli(["report", "--kwh-price", "nan"], cwd=tmp_path)
     assert proc.returncode == 2 and "--kwh-price" in proc.stderr
+
+
+def test_a_huge_diff_is_cut_and_says_where_the_rest_is(tmp_path):
+    folder = tmp_path / ".autoresearch" / "runs" / "1"
+    folder.mkdir(parents=True)
+    (folder / "diff.patch").write_text("+" + "x" * (report.DIFF_MAX_CHARS * 2))
+    write_log(tmp_path, [config(), run(1, "keep", 1.0)])
+    d = report.all_details(tmp_path, model_of(tmp_path), 100)["1"]
+    assert len(d["diff"]) == report.DIFF_MAX_CHARS
+    assert d["diffTruncated"] == "git show refs/autoresearch/runs/1"

@@ -422,6 +422,7 @@
     drawCurves(box, r, d, cmp, cd);
     add(box, h('h3', null, 'Diff'));
     box.appendChild(diffView(d.diff));
+    if (d.diffTruncated) add(box, h('div', 'muted', 'The diff was cut for the report; the whole of it: ' + d.diffTruncated));
     add(box, h('h3', null, 'Output (tail)'));
     box.appendChild(d.tail ? h('pre', null, d.tail) : h('div', 'empty', 'no output.log for this run'));
     if (d.checksTail) {
