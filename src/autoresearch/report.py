@@ -61,6 +61,8 @@ def add_parsers(sub):
     p.add_argument("-o", "--output", default=DEFAULT_OUTPUT,
                    help=f"HTML file to write (default {DEFAULT_OUTPUT})")
     p.add_argument("--png", metavar="FILE", help="also write the progress chart as a PNG (needs matplotlib)")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object: the files written, the summary and the segments")
     add_common_arguments(p)
     p.set_defaults(func=cmd_report)
 
@@ -71,10 +73,14 @@ def add_common_arguments(p):
                    help=f"electricity price per kWh for the cost column (default {DEFAULT_KWH_PRICE})")
 
 
+def check_price(price):
+    if price < 0 or not math.isfinite(price):
+        raise cli.UsageError(f"--kwh-price must be a non-negative number, not {price}")
+
+
 def cmd_report(args):
     root = repo_root(args.log)
-    if args.kwh_price < 0 or not math.isfinite(args.kwh_price):
-        raise cli.UsageError("--kwh-price must be a non-negative number")
+    check_price(args.kwh_price)
     plt = _import_pyplot() if args.png else None   # fail before writing anything
     started = time.perf_counter()
     model = build_model(root, Path(args.log), kwh_price=args.kwh_price, warn=_warn)
@@ -97,6 +103,11 @@ def cmd_report(args):
           f"open file://{out.resolve()}", file=sys.stderr)
     if args.png:
         print(f"autoresearch: wrote {args.png}", file=sys.stderr)
+    if args.json:
+        best = model["segments"][-1] if model["segments"] else None
+        print(json.dumps({"output": str(out), "png": args.png, "runs": runs, "best": best,
+                          "summary": model["summary"], "segments": model["segments"],
+                          "warnings": model["warningCount"]}, allow_nan=False))
     return cli.EXIT_OK
 
 

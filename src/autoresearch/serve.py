@@ -40,6 +40,7 @@ def cmd_serve(args):
     if not 0 <= args.port <= 65535:
         raise cli.UsageError(f"--port must be 0..65535, not {args.port}")
     root = report.repo_root(args.log)
+    report.check_price(args.kwh_price)
     live = LiveState(root, Path(args.log).name, args.kwh_price)
     try:
         server = make_server(live, args.port)

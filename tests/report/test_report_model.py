@@ -190,6 +190,17 @@ def test_output_in_a_missing_folder_is_a_usage_error(tmp_path):
     assert not (tmp_path / "nope").exists()
 
 
+def test_json_summary_for_the_agent(tmp_path):
+    write_log(tmp_path, [config(), run(1, "keep", 1.0, duration_s=300), run(2, "keep", 0.95, duration_s=300)],
+              extra_lines=["{torn"])
+    proc = run_cli(["report", "-o", "r.html", "--json"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)   # stdout is exactly one JSON object
+    assert out["output"] == "r.html" and out["runs"] == 2 and out["warnings"] == 1
+    assert out["best"]["best"] == 0.95 and out["best"]["gainPct"] == pytest.approx(5.0)
+    assert out["summary"]["gpuHours"] == pytest.approx(600 / 3600)
+
+
 def test_default_output_and_an_empty_night(tmp_path):
     write_log(tmp_path, [config()])
     proc = run_cli(["report"], cwd=tmp_path)
