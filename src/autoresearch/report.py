@@ -58,8 +58,8 @@ def add_parsers(sub):
                     "diagnoses) as one HTML file that opens offline.",
         epilog="Example: autoresearch report -o night.html --png progress.png",
     )
-    p.add_argument("-o", "--output", default=DEFAULT_OUTPUT,
-                   help=f"HTML file to write (default {DEFAULT_OUTPUT})")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help=f"HTML file to write (default {DEFAULT_OUTPUT} next to the log)")
     p.add_argument("--png", metavar="FILE", help="also write the progress chart as a PNG (needs matplotlib)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object: the files written, the summary and the segments")
@@ -81,28 +81,29 @@ def check_price(price):
 def cmd_report(args):
     root = repo_root(args.log)
     check_price(args.kwh_price)
-    plt = _import_pyplot() if args.png else None   # fail before writing anything
+    out = Path(args.output) if args.output else root / DEFAULT_OUTPUT
+    png = Path(args.png) if args.png else None
+    for path, flag in ((out, "-o"), (png, "--png")):   # check every target before writing any
+        if path is not None and path.is_dir():
+            raise cli.UsageError(f"{path} is a folder; give {flag} a file name")
+        if path is not None and not path.parent.exists() and path != root / DEFAULT_OUTPUT:
+            raise cli.UsageError(f"folder {path.parent} does not exist; create it or pick another {flag} FILE")
+    plt = _import_pyplot() if png else None
     started = time.perf_counter()
     model = build_model(root, Path(args.log), kwh_price=args.kwh_price, warn=_warn)
     details = all_details(root, model, REPORT_POINTS)
     add_energy_totals(model, details.values())
-    page = render_html(model, details)
-    out = Path(args.output)
-    if not out.parent.exists():
-        if str(out.parent) == os.path.dirname(DEFAULT_OUTPUT):
-            out.parent.mkdir(parents=True)
-        else:
-            raise cli.UsageError(f"folder {out.parent} does not exist; create it or pick another -o FILE")
-    write_atomic(out, page.encode("utf-8"))
+    page = render_html(model, details).encode("utf-8")
+    out.parent.mkdir(parents=True, exist_ok=True)   # only ever .autoresearch/ (checked above)
+    write_atomic(out, page)
     if plt is not None:
-        buf = progress_png(model, plt)
-        write_atomic(Path(args.png), buf)
+        write_atomic(png, progress_png(model, plt))
     took = time.perf_counter() - started
     runs = len(model["runs"])
     print(f"autoresearch: wrote {out} ({runs} runs, {len(page) // 1024} KiB, {took:.2f} s); "
-          f"open file://{out.resolve()}", file=sys.stderr)
-    if args.png:
-        print(f"autoresearch: wrote {args.png}", file=sys.stderr)
+          f"open {out.resolve().as_uri()}", file=sys.stderr)
+    if png:
+        print(f"autoresearch: wrote {png}", file=sys.stderr)
     if args.json:
         best = model["segments"][-1] if model["segments"] else None
         print(json.dumps({"output": str(out), "png": args.png, "runs": runs, "best": best,

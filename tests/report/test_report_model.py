@@ -6,6 +6,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from conftest import SRC, run_cli
 
 from autoresearch import report
@@ -91,8 +93,12 @@ def test_lenient_records_and_hostile_values(tmp_path):
     json.dumps(m, allow_nan=False)                             # embeddable as strict JSON
 
 
-def test_safe_json_cannot_break_out_of_its_script_element():
-    value = {"d": "</script><script>alert(1)</script> & <!-- \u2028\u2029"}
+@settings(max_examples=200, deadline=None)
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+                    | st.text(alphabet=st.sampled_from("<>&/!-'\"\u2028\u2029\\ascript") | st.characters()),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+                    max_leaves=20))
+def test_safe_json_cannot_break_out_of_its_script_element(value):
     text = report.safe_json(value)
     for raw in "<>&\u2028\u2029":
         assert raw not in text
@@ -183,11 +189,18 @@ def test_missing_log_is_refused_and_nothing_is_written(tmp_path):
     assert not (tmp_path / "r.html").exists()
 
 
-def test_output_in_a_missing_folder_is_a_usage_error(tmp_path):
+@pytest.mark.parametrize("args, message", [
+    (["-o", "nope/r.html"], "folder nope does not exist"),
+    (["-o", "ok.html", "--png", "nope/p.png"], "folder nope does not exist"),
+    (["-o", "."], "is a folder"),
+])
+def test_bad_output_paths_are_usage_errors_and_nothing_is_written(tmp_path, args, message):
     write_log(tmp_path, [config(), run(1, "keep", 1.0)])
-    proc = run_cli(["report", "-o", "nope/r.html"], cwd=tmp_path)
-    assert proc.returncode == 2 and "does not exist" in proc.stderr
-    assert not (tmp_path / "nope").exists()
+    before = sorted(p.name for p in tmp_path.iterdir())
+    proc = run_cli(["report", *args], cwd=tmp_path)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
 def test_json_summary_for_the_agent(tmp_path):
@@ -201,11 +214,14 @@ def test_json_summary_for_the_agent(tmp_path):
     assert out["summary"]["gpuHours"] == pytest.approx(600 / 3600)
 
 
-def test_default_output_and_an_empty_night(tmp_path):
-    write_log(tmp_path, [config()])
-    proc = run_cli(["report"], cwd=tmp_path)
+def test_default_output_sits_next_to_the_log_and_an_empty_night_is_fine(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    write_log(repo, [config()])
+    proc = run_cli(["report", "--log", "repo/autoresearch.jsonl"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    page = (tmp_path / ".autoresearch" / "report.html").read_text(encoding="utf-8")
+    assert not (tmp_path / ".autoresearch").exists()
+    page = (repo / ".autoresearch" / "report.html").read_text(encoding="utf-8")
     assert "(0 runs" in proc.stderr and '"runs":[]' in page
 
 

@@ -118,3 +118,14 @@ def test_table_sorts_filters_and_opens_runs(night, tmp_path):
     finally:
         console = page.close()
     assert console == []
+
+
+def test_a_night_with_no_runs_yet_renders_without_errors(tmp_path):
+    (tmp_path / "autoresearch.jsonl").write_text(json.dumps(
+        {"type": "config", "name": "fresh", "metricName": "val_bpb", "bestDirection": "lower"}) + "\n")
+    proc = run_cli(["report", "-o", "empty.html"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    dom, console = dump_dom((tmp_path / "empty.html").as_uri(), tmp_path / "profile")
+    attrs = root_attributes(dom)
+    assert attrs["data-ready"] == "1" and attrs["data-errors"] == "[]" and console == []
+    assert "No runs logged yet." in dom and "The chart appears after the first run." in dom
