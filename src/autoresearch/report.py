@@ -223,41 +223,43 @@ def normalise_run(record, segment, warn):
         "run_dir": _text(record.get("run_dir")),
         "ref": _text(record.get("ref")),
         "repeat_of": _num(record.get("repeat_of")),
+        "value": _num(record.get("value")),
     }
 
 
+def kept_value(run):
+    """What a kept run made the best: the engine's decided value (the median of that code's
+    measurements) when the record has one, else its metric."""
+    return run["value"] if run["value"] is not None else run["metric"]
+
+
 def _annotate(run, best, direction):
-    """Add the best metric at the time, the change against it and the running best."""
+    """Add the best at the time, the change against it and the running best.
+
+    A kept run becomes the incumbent, so the running best is the last keep's value. With
+    the engine's re-measurements that value can move back up: the chart shows the honest
+    incumbent, not the luckiest draw.
+    """
     metric = run["metric"]
     best_then = run["best_before"] if run["best_before"] is not None else best
     run["best_then"] = best_then
     if metric is not None and best_then not in (None, 0):
-        change = (metric - best_then) / abs(best_then) * 100
-        run["delta_pct"] = change
+        run["delta_pct"] = (metric - best_then) / abs(best_then) * 100
     else:
         run["delta_pct"] = None
-    if run["status"] == "keep" and metric is not None:
-        if best is None or _better(metric, best, direction):
-            best = metric
+    if run["status"] == "keep" and kept_value(run) is not None:
+        best = kept_value(run)
     run["running_best"] = best
     return best
 
 
-def _better(a, b, direction):
-    return a > b if direction == "higher" else a < b
-
-
 def _segment_summary(seg, runs):
-    kept = [r for r in runs if r["status"] == "keep" and r["metric"] is not None]
+    kept = [r for r in runs if r["status"] == "keep" and kept_value(r) is not None]
     seg["runs"] = len(runs)
-    seg["baseline"] = kept[0]["metric"] if kept else None
+    seg["baseline"] = kept_value(kept[0]) if kept else None
     seg["baselineRun"] = kept[0]["run"] if kept else None
-    best = None
-    for r in kept:
-        if best is None or _better(r["metric"], best["metric"], seg["direction"]):
-            best = r
-    seg["best"] = best["metric"] if best else None
-    seg["bestRun"] = best["run"] if best else None
+    seg["best"] = kept_value(kept[-1]) if kept else None
+    seg["bestRun"] = kept[-1]["run"] if kept else None
     seg["kept"] = len(kept)
     if seg["baseline"] not in (None, 0) and seg["best"] is not None:
         sign = 1 if seg["direction"] == "higher" else -1

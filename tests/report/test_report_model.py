@@ -61,6 +61,23 @@ def test_summary_numbers_match_a_hand_computed_night(tmp_path):
     assert by_run[6]["running_best"] == 0.99 and by_run[7]["running_best"] == 0.98
 
 
+def test_the_best_is_the_incumbent_value_even_when_a_re_measurement_moves_it_back(tmp_path):
+    # the engine keeps a re-measurement of the best code; its `value` is the median of both draws
+    write_log(tmp_path, [
+        config(),
+        run(1, "keep", 1.000),
+        run(2, "keep", 0.980, value=0.980),
+        run(3, "keep", 0.990, value=0.985, repeat_of=2, best_before=0.980),
+        run(4, "discard", 0.986, best_before=0.985),
+    ])
+    m = model_of(tmp_path)
+    assert [r["running_best"] for r in m["runs"]] == [1.0, 0.98, 0.985, 0.985]
+    seg = m["segments"][0]
+    assert (seg["best"], seg["bestRun"]) == (0.985, 3)
+    assert seg["gainPct"] == pytest.approx(1.5)
+    assert m["runs"][3]["delta_pct"] == pytest.approx(0.001 / 0.985 * 100)
+
+
 def test_higher_is_better_and_a_new_segment_restarts_the_baseline(tmp_path):
     write_log(tmp_path, [
         config(bestDirection="higher"), run(1, "keep", 50.0), run(2, "keep", 55.0), run(3, "discard", 54.0),
