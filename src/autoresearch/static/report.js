@@ -85,6 +85,7 @@
   // ------------------------------------------------------------ header, warnings, summary
   function renderHeader(m) {
     document.getElementById('title').textContent = m.title;
+    document.title = 'autoresearch report: ' + m.title;
     var unit = m.metricUnit ? ' (' + m.metricUnit + ')' : '';
     document.getElementById('subtitle').textContent = 'metric ' + m.metricName + unit + ', ' + m.direction +
       ' is better · ' + m.runs.length + ' runs · generated ' + when(m.generated);
@@ -463,9 +464,9 @@
     if (a && isNum(a.lossNonFiniteAt)) add(box, h('div', 'diag', 'loss became NaN or infinite at step ' + a.lossNonFiniteAt));
     var xKey = (!a || a.cols.elapsed_s) && (!b || b.cols.elapsed_s) ? 'elapsed_s' : 'step';
     CURVES.forEach(function (c) {
-      var sets = [], labels = [], colors = [];
-      if (a && a.cols[c[0]]) { sets.push(a); labels.push('#' + r.run); colors.push(COLORS.current); }
+      var sets = [], labels = [], colors = [];   // the comparison first, so the run itself is drawn on top
       if (b && b.cols[c[0]]) { sets.push(b); labels.push('#' + cmp.run); colors.push(COLORS.compare); }
+      if (a && a.cols[c[0]]) { sets.push(a); labels.push('#' + r.run); colors.push(COLORS.current); }
       if (!sets.length) return;
       var chart = curveChart(grid, c[1], xKey, c[0], sets, labels, colors);
       state.detailCharts.push(chart);
@@ -545,7 +546,9 @@
     CURVES.forEach(function (c) {
       if (!cur.steps.cols[c[0]]) return;
       var sets = [cur.steps], labels = ['#' + cur.run], colors = [COLORS.current];
-      if (best && best.cols[c[0]]) { sets.push(best); labels.push('#' + bestRun + ' (best)'); colors.push(COLORS.compare); }
+      if (best && best.cols[c[0]]) {   // the best run underneath, the running one on top
+        sets.unshift(best); labels.unshift('#' + bestRun + ' (best)'); colors.unshift(COLORS.compare);
+      }
       var data = sets.length === 1 ? columns(cur.steps, xKey, c[0])
         : uPlot.join(sets.map(function (st) { return columns(st, xKey, c[0]); }));
       if (state.currentCharts[c[0]]) state.currentCharts[c[0]].setData(data);
