@@ -27,6 +27,8 @@ COMMAND_MODULES = [
     "autoresearch.summary",
     "autoresearch.session",
     "autoresearch.diagnosis",
+    "autoresearch.report",
+    "autoresearch.serve",
 ]
 
 
