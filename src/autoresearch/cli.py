@@ -11,6 +11,7 @@ at module level (heavy optional imports go inside functions).
 
 import argparse
 import importlib
+import json
 import sys
 
 from autoresearch import __version__
@@ -21,6 +22,10 @@ EXIT_REFUSED = 3
 
 # Order is the order shown in --help.
 COMMAND_MODULES = [
+    "autoresearch.initialize",
+    "autoresearch.experiment",
+    "autoresearch.summary",
+    "autoresearch.session",
 ]
 
 
@@ -32,8 +37,15 @@ class UsageError(Exception):
     """Raised for bad arguments that argparse cannot catch: exit 2."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises UsageError instead of exiting, so `--json` can report it."""
+
+    def error(self, message):
+        raise UsageError(f"{self.prog}: {message} (see `{self.prog} --help`)")
+
+
 def build_parser():
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="autoresearch",
         description="Run, decide and record experiments: the engine behind the autoresearch plugin.",
         epilog="Run `autoresearch COMMAND --help` for the options and examples of each command.",
@@ -47,19 +59,28 @@ def build_parser():
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    as_json = "--json" in argv
     parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help(sys.stderr)
-        return EXIT_USAGE
     try:
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help(sys.stderr)
+            return _fail(as_json, EXIT_USAGE, "usage", "no command given (see `autoresearch --help`)")
         return args.func(args)
     except Refused as exc:
         print(f"autoresearch: refused: {exc}", file=sys.stderr)
-        return EXIT_REFUSED
+        return _fail(as_json, EXIT_REFUSED, "refused", str(exc))
     except UsageError as exc:
         print(f"autoresearch: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return _fail(as_json, EXIT_USAGE, "usage", str(exc))
     except KeyboardInterrupt:
         print("autoresearch: interrupted", file=sys.stderr)
-        return 130
+        return _fail(as_json, 130, "interrupted", "interrupted")
+
+
+def _fail(as_json, code, kind, message):
+    """Under --json even a failure prints exactly one JSON object on stdout."""
+    if as_json:
+        print(json.dumps({"ok": False, "error": kind, "message": message, "exit_code": code}))
+    return code
