@@ -102,13 +102,14 @@ def status(repo):
     """`autoresearch status --json` as a dict. Raises LetThrough when the engine cannot say."""
     rc, out, err = engine(repo, "status", "--json")
     if rc != 0:
-        raise LetThrough(f"`autoresearch status` exited {rc} in {repo}: {err.strip()[-300:]}")
+        raise LetThrough(f"`autoresearch status` exited {rc} in {repo} ({err.strip()[-300:]}); "
+                         "letting this through")
     try:
         state = json.loads(out)
     except json.JSONDecodeError:
-        raise LetThrough(f"`autoresearch status --json` printed no JSON in {repo}")
+        raise LetThrough(f"`autoresearch status --json` printed no JSON in {repo}; letting this through")
     if not isinstance(state, dict):
-        raise LetThrough(f"`autoresearch status --json` printed no JSON object in {repo}")
+        raise LetThrough(f"`autoresearch status --json` printed no JSON object in {repo}; letting this through")
     return state
 
 

@@ -21,6 +21,10 @@ def context(brief_text, state, session_id):
     if not active:
         head = ("autoresearch: this is a research repo; its session is stopped. Run `autoresearch resume` "
                 "to reopen it, or `autoresearch status` to review.")
+    elif state.get("iterations_left") == 0:
+        head = ("autoresearch: the research session here has spent its iteration budget; the loop is over. "
+                "Report the results (`autoresearch status`, `autoresearch report -o report.html`) instead of "
+                "running more experiments.")
     elif owner and owner == session_id:
         left = state.get("iterations_left")
         budget = "no iteration limit" if left is None else f"{left} iteration(s) left"
