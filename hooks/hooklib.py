@@ -98,28 +98,24 @@ def engine(repo, *argv):
     return rc, out.getvalue(), err.getvalue()
 
 
-def status(repo):
-    """`autoresearch status --json` as a dict. Raises LetThrough when the engine cannot say."""
-    rc, out, err = engine(repo, "status", "--json")
+def state_and_brief(repo):
+    """(status dict, brief text or None) from one `autoresearch brief --json` call.
+
+    Raises LetThrough when the engine cannot say: a hook never decides on a guess.
+    """
+    rc, out, err = engine(repo, "brief", "--json")
     if rc != 0:
-        raise LetThrough(f"`autoresearch status` exited {rc} in {repo} ({err.strip()[-300:]}); "
+        raise LetThrough(f"`autoresearch brief` exited {rc} in {repo} ({err.strip()[-300:]}); "
                          "letting this through")
     try:
-        state = json.loads(out)
+        reply = json.loads(out)
     except json.JSONDecodeError:
-        raise LetThrough(f"`autoresearch status --json` printed no JSON in {repo}; letting this through")
+        reply = None
+    state = reply.get("state") if isinstance(reply, dict) else None
     if not isinstance(state, dict):
-        raise LetThrough(f"`autoresearch status --json` printed no JSON object in {repo}; letting this through")
-    return state
-
-
-def brief(repo):
-    """`autoresearch brief`, or None when the engine cannot give one."""
-    rc, out, err = engine(repo, "brief")
-    if rc != 0 or not out.strip():
-        note(f"`autoresearch brief` exited {rc} in {repo}: {err.strip()[-300:]}")
-        return None
-    return out.strip()
+        raise LetThrough(f"`autoresearch brief --json` gave no state in {repo}; letting this through")
+    text = reply.get("text")
+    return state, (text.strip() if isinstance(text, str) and text.strip() else None)
 
 
 def answer(obj):

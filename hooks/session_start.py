@@ -43,10 +43,10 @@ def handle(data):
     repo = hooklib.repo_for_session(data)
     if repo is None:
         return
-    state = hooklib.status(repo)
+    state, brief_text = hooklib.state_and_brief(repo)
     if source not in ALWAYS and not state.get("active"):
         return  # a plain start in a stopped repo: stay quiet
-    text = context(hooklib.brief(repo), state, hooklib.text_field(data, "session_id"))
+    text = context(brief_text, state, hooklib.text_field(data, "session_id"))
     hooklib.answer({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}})
 
 

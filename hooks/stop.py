@@ -84,7 +84,7 @@ def handle(data):
     repo = hooklib.repo_for_session(data)
     if repo is None:
         return  # not a research repo: nothing to say
-    state = hooklib.status(repo)
+    state, brief_text = hooklib.state_and_brief(repo)
     if not state.get("active"):
         raise hooklib.LetThrough(f"session in {repo} is stopped; letting the stop through")
     owner = state.get("owner_session")
@@ -108,7 +108,7 @@ def handle(data):
                                          f"{repo}; the loop looks stuck, so the session may end."})
         return
     write_counter(counter_path, {"session_id": session_id, "total_runs": total_runs, "blocks": blocks + 1})
-    hooklib.answer({"decision": "block", "reason": continue_reason(hooklib.brief(repo), state, blocks, limit)})
+    hooklib.answer({"decision": "block", "reason": continue_reason(brief_text, state, blocks, limit)})
 
 
 if __name__ == "__main__":

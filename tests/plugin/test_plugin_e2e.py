@@ -42,8 +42,11 @@ def bash(command, description):
     return [{"type": "tool_use", "name": "Bash", "input": {"command": command, "description": description}}]
 
 
-def researcher(repo):
-    """The scripted model: a function of the conversation so far, like a real one."""
+def researcher(repo, idle=False):
+    """The scripted model: a function of the conversation so far, like a real one.
+
+    `idle`: after the baseline it only talks, never runs another experiment (a stuck loop).
+    """
 
     def plan_for(trigger_text, experiment):
         if SETUP_PROMPT in trigger_text:
@@ -54,6 +57,8 @@ def researcher(repo):
                         "file_path": str(repo / "prepare.py"), "old_string": "EVAL = 'fixed'",
                         "new_string": "EVAL = 'easier'"}}],
                     [{"type": "text", "text": "Baseline recorded."}]]
+        if CONTINUE_MARK in trigger_text and idle:
+            return [[{"type": "text", "text": "I believe the work is complete."}]]
         if CONTINUE_MARK in trigger_text:
             value = offset_for(experiment)
             return [bash(f"sed -i 's/^OFFSET = .*/OFFSET = {value}/' train.py", "try a smaller offset"),
@@ -200,3 +205,20 @@ def test_stop_hook_drives_the_loop_to_the_budget_in_the_real_cli(tmp_path, resea
         assert "spent its iteration budget" in context
         init2 = next(e for e in events2 if e.get("type") == "system" and e.get("subtype") == "init")
         assert init2["session_id"] == session
+
+
+def test_a_stuck_loop_is_let_go_after_three_blocks_in_the_real_cli(tmp_path, research_repo):
+    claude = require_tool(CLAUDE, "run `make tools` (scripts/install-test-tools.sh) or set CLAUDE_BIN")
+    repo = research_repo
+    with MessagesAPI(researcher(repo, idle=True)) as api:
+        proc, events = run_claude(claude, SETUP_PROMPT, repo, claude_env(tmp_path, api.url),
+                                  "--session-id", str(uuid.uuid4()))
+        assert not api.errors
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert [r["run"] for r in read_log(repo) if "run" in r] == [1]  # the baseline only
+    # Three blocks without a new run, then the hook lets the turn end (before Claude Code's own cap of 8).
+    stops = [json.loads(s["stdout"]) for s in hook_responses(events, "Stop")]
+    assert [d.get("decision") for d in stops] == ["block", "block", "block", None]
+    assert "looks stuck" in stops[-1]["systemMessage"]
+    assert "No new run was recorded since the last 2 stop(s)" in stops[2]["reason"]
+    assert events[-1].get("subtype") == "success"

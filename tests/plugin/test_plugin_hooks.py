@@ -180,7 +180,7 @@ def test_stop_lets_through_when_the_engine_cannot_read_the_repo(tmp_path):
     (tmp_path / "autoresearch.jsonl").write_text('{"type":"config","metricName":"loss"}\n')
     rc, out, err = hook("stop", stop_input(tmp_path))
     assert rc == 0 and out is None
-    assert "`autoresearch status` exited 3" in err and "letting this through" in err
+    assert "`autoresearch brief` exited 3" in err and "letting this through" in err
 
 
 # --- SessionStart ----------------------------------------------------------------------------
