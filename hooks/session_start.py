@@ -31,6 +31,10 @@ def context(brief_text, state, session_id):
         head = (f"autoresearch: you own the active research session here ({budget}). Continue the loop: edit "
                 "only the files in scope, run `autoresearch run -m \"<change and why>\"`, repeat. The engine "
                 "decides keep or discard; never edit the fixed files or autoresearch.jsonl.")
+    elif not owner:
+        head = ("autoresearch: a research session is active here but no Claude Code session owns it (it was "
+                "set up outside Claude Code). Run `autoresearch resume` to make this session the owner; the "
+                "Stop hook then keeps it experimenting.")
     else:
         head = ("autoresearch: a research session is active here, owned by another Claude Code session. "
                 "Run `autoresearch resume` to take it over in this session (the Stop hook then keeps this "

@@ -88,6 +88,9 @@ def handle(data):
     if not state.get("active"):
         raise hooklib.LetThrough(f"session in {repo} is stopped; letting the stop through")
     owner = state.get("owner_session")
+    if not owner:
+        raise hooklib.LetThrough(f"no Claude Code session owns the research session in {repo}; run "
+                                 "`autoresearch resume` in the session that should keep looping")
     if not session_id or owner != session_id:
         raise hooklib.LetThrough(
             f"this session ({session_id}) does not own the research session in {repo} (owner {owner}); "

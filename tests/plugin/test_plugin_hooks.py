@@ -54,7 +54,7 @@ def engine(repo, *args, session=OWNER):
     return proc.stdout
 
 
-def make_repo(path, max_iterations=5, runs=1):
+def make_repo(path, max_iterations=5, runs=1, owner=OWNER):
     path.mkdir()
     (path / "train.py").write_text(TRAIN_PY)
     (path / "prepare.py").write_text("EVAL = 'fixed'\n")
@@ -65,7 +65,7 @@ def make_repo(path, max_iterations=5, runs=1):
             "--scope", "train.py", "--fixed", "prepare.py"]
     if max_iterations:
         args += ["--max-iterations", str(max_iterations)]
-    engine(path, *args)
+    engine(path, *args, session=owner)
     for k in range(runs):
         new_experiment(path, k)
     return path
@@ -125,6 +125,17 @@ def test_stop_lets_a_stopped_session_stop_and_resume_hands_it_over(repo):
     engine(repo, "resume", session=OTHER)  # a new Claude Code session takes the loop over
     assert hook("stop", stop_input(repo, session=OTHER))[1]["decision"] == "block"
     assert hook("stop", stop_input(repo, session=OWNER))[1] is None
+
+
+def test_a_session_set_up_outside_claude_code_has_no_owner_until_resume(tmp_path):
+    repo = make_repo(tmp_path / "r", runs=0, owner="")  # init run outside Claude Code
+    assert json.loads((repo / ".autoresearch" / "session.json").read_text())["owner_session"] is None
+    rc, out, err = hook("stop", stop_input(repo))
+    assert out is None and "no Claude Code session owns" in err
+    context = hook("session_start", start_input(repo, "startup"))[1]["hookSpecificOutput"]["additionalContext"]
+    assert "no Claude Code session owns it" in context
+    engine(repo, "resume")
+    assert hook("stop", stop_input(repo))[1]["decision"] == "block"
 
 
 def test_stop_lets_the_session_end_when_the_budget_is_spent(tmp_path):
