@@ -204,7 +204,15 @@ def test_stop_hook_drives_the_loop_to_the_budget_in_the_real_cli(tmp_path, resea
         assert brief and brief in context
         assert "spent its iteration budget" in context
         init2 = next(e for e in events2 if e.get("type") == "system" and e.get("subtype") == "init")
-        assert init2["session_id"] == session
+        assert init2["session_id"] == session  # --resume keeps the owner's id (references/overnight.md)
+
+        # After a compaction the SessionStart hook hands the brief to the fresh context again.
+        third, events3 = run_claude(claude, "/compact", repo, env, "--resume", session)
+        assert third.returncode == 0, third.stderr[-2000:]
+        compacts = [e for e in hook_responses(events3, "SessionStart") if e.get("hook_name") == "SessionStart:compact"]
+        assert len(compacts) == 1 and compacts[0]["exit_code"] == 0
+        assert brief in json.loads(compacts[0]["stdout"])["hookSpecificOutput"]["additionalContext"]
+        assert not api.errors
 
 
 def test_a_stuck_loop_is_let_go_after_three_blocks_in_the_real_cli(tmp_path, research_repo):
