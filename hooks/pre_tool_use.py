@@ -28,7 +28,7 @@ FILE_TOOLS = {"Edit": "file_path", "Write": "file_path", "MultiEdit": "file_path
 SEPARATORS = {";", "&&", "||", "|", "|&", "&", "(", ")", ";;", "{", "}"}
 REDIRECTS = {">", ">>", ">|", "&>", "&>>", "<>"}
 PREFIXES = {"sudo", "command", "env", "nohup", "time", "exec", "builtin", "nice"}
-REMOVERS = {"rm", "unlink", "shred", "truncate", "tee", "mv"}
+WRITERS = {"rm", "unlink", "shred", "truncate", "tee", "mv"}  # every operand is written or removed
 COPIERS = {"cp", "install", "ln", "rsync"}
 IN_PLACE = {"sed", "gsed", "perl"}
 
@@ -124,36 +124,53 @@ def segments(words):
         yield current
 
 
-def targets_of(segment, cwd):
-    """The paths a simple command writes or removes, and the folder it changes to (cd)."""
-    targets, args = [], []
+def split_redirections(segment):
+    """(redirection targets, the remaining words) of a simple command."""
+    targets, words = [], []
     i = 0
     while i < len(segment):
         word = segment[i]
-        if word in REDIRECTS or (word.isdigit() and i + 1 < len(segment) and segment[i + 1] in REDIRECTS):
-            if word.isdigit():
-                i += 1
+        if word.isdigit() and i + 1 < len(segment) and segment[i + 1] in REDIRECTS:
+            i += 1  # `2> file`: the fd number belongs to the redirection
+            word = segment[i]
+        if word in REDIRECTS:
             if i + 1 < len(segment):
                 targets.append(segment[i + 1])
             i += 2
             continue
-        args.append(word)
+        words.append(word)
         i += 1
-    while args and ("=" in args[0] and not args[0].startswith("-") or os.path.basename(args[0]) in PREFIXES):
-        args = args[1:]
-    if not args:
+    return targets, words
+
+
+def strip_prefixes(words):
+    """Drop `VAR=value` assignments and wrappers such as sudo, env, nohup."""
+    while words and (("=" in words[0] and not words[0].startswith("-"))
+                     or os.path.basename(words[0]) in PREFIXES):
+        words = words[1:]
+    return words
+
+
+def edits_in_place(args):
+    return any(a.startswith("--in-place") or (a.startswith("-") and not a.startswith("--") and "i" in a)
+               for a in args)
+
+
+def targets_of(segment, cwd):
+    """The paths a simple command writes or removes, and the folder it changes to (cd)."""
+    targets, words = split_redirections(segment)
+    words = strip_prefixes(words)
+    if not words:
         return targets, None
-    name, rest = os.path.basename(args[0]), args[1:]
+    name, rest = os.path.basename(words[0]), words[1:]
     if name == "cd":
         return targets, (rest[0] if rest else os.path.expanduser("~"))
     operands = [a for a in rest if not a.startswith("-")]
-    if name in REMOVERS:
+    if name in WRITERS:
         targets += operands
     elif name in COPIERS and len(operands) >= 2:
         targets += copy_destinations(operands, cwd)
-    elif name in IN_PLACE and any(a.startswith("-i") or a == "--in-place" or (a.startswith("-") and
-                                                                              not a.startswith("--") and "i" in a)
-                                  for a in rest):
+    elif name in IN_PLACE and edits_in_place(rest):
         targets += operands
     elif name == "dd":
         targets += [a[3:] for a in rest if a.startswith("of=")]

@@ -79,6 +79,16 @@ def continue_reason(brief_text, state, blocks, limit):
     return "\n".join(lines)
 
 
+def waiting_reason(brief_text, running):
+    return "\n".join([
+        f"autoresearch: run {running.get('run')} is still in progress (pid {running.get('pid')}). Do not stop: "
+        "wait for it (for example `sleep 60; autoresearch status`), read its result, then go on with the next "
+        "experiment.",
+        "",
+        brief_text or "",
+    ]).strip()
+
+
 def handle(data):
     session_id = hooklib.text_field(data, "session_id")
     repo = hooklib.repo_for_session(data)
@@ -98,6 +108,13 @@ def handle(data):
     left = state.get("iterations_left")
     if isinstance(left, int) and left <= 0:
         hooklib.answer({"systemMessage": f"autoresearch: iteration budget spent in {repo}; the loop ends here."})
+        return
+
+    running = state.get("running")
+    if isinstance(running, dict):
+        # A run holds the engine's lock (the kernel drops it if the run dies), so this is never stale:
+        # waiting for it is progress, and does not count towards the stuck limit.
+        hooklib.answer({"decision": "block", "reason": waiting_reason(brief_text, running)})
         return
 
     counter_path = repo / hooklib.STATE_DIR / COUNTER_NAME

@@ -6,8 +6,10 @@ on stdin, the answer on stdout, notes on stderr. The repos are made by the real 
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -174,6 +176,31 @@ def test_stuck_limit_comes_from_the_environment(repo):
     assert out["decision"] == "block" and "not an integer" in err
 
 
+def test_a_run_in_progress_is_waited_for_without_counting_as_stuck(repo):
+    (repo / "train.py").write_text("import time\ntime.sleep(60)\nprint('METRIC loss=1')\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "AUTORESEARCH"))}
+    env.update(PYTHONPATH=str(ROOT / "src"), CLAUDE_CODE_SESSION_ID=OWNER)
+    run = subprocess.Popen([sys.executable, "-m", "autoresearch", "run", "-m", "slow"], cwd=repo, env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    current = repo / ".autoresearch" / "current.json"
+    try:
+        deadline = time.monotonic() + 30
+        while not current.exists() and run.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert current.exists(), "the engine never started the run"
+        outs = [hook("stop", stop_input(repo))[1] for _ in range(4)]
+    finally:
+        child = (json.loads(current.read_text()).get("child_pid") if current.exists() else None)
+        for pid in filter(None, (child, run.pid)):  # the benchmark runs in its own process group
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        run.wait(timeout=30)
+    assert all(o["decision"] == "block" and "run 2 is still in progress" in o["reason"] for o in outs)
+    assert not (repo / ".autoresearch" / "stop-hook.json").exists()
+
+
 def test_a_corrupt_counter_file_is_treated_as_no_blocks_yet(repo):
     (repo / ".autoresearch" / "stop-hook.json").write_text("{torn")
     rc, out, _ = hook("stop", stop_input(repo))
@@ -276,6 +303,9 @@ DENIED_COMMANDS = [
     "ls\nrm prepare.py",
     "sudo rm prepare.py",
     "LC_ALL=C sed -i 's/a/b/' prepare.py",
+    "sed --in-place=.orig 's/a/b/' prepare.py",
+    "ln -sf train.py prepare.py",
+    "echo x 2>>prepare.py",
 ]
 
 
