@@ -9,6 +9,7 @@ permission checks, the plugin loader, the hooks, the engine, git and the benchma
 
 import json
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -230,3 +231,42 @@ def test_a_stuck_loop_is_let_go_after_three_blocks_in_the_real_cli(tmp_path, res
     assert "looks stuck" in stops[-1]["systemMessage"]
     assert "No new run was recorded since the last 2 stop(s)" in stops[2]["reason"]
     assert events[-1].get("subtype") == "success"
+
+
+def version_check(body):
+    """A model that asks for the engine's version once, then answers."""
+    if not is_agent_request(body):
+        return [{"type": "text", "text": "title"}]
+    if not any(m.get("role") == "assistant" for m in body["messages"]):
+        return bash("autoresearch --version", "check the engine")
+    return [{"type": "text", "text": "done"}]
+
+
+@pytest.mark.parametrize("skill,argument", [("autoresearch", "make the tests faster"),
+                                            ("autoresearch-ml", "on my 4090, 8 hours")])
+def test_a_skill_expands_with_its_links_and_pre_approves_the_engine(tmp_path, skill, argument):
+    claude = require_tool(CLAUDE, "run `make tools` (scripts/install-test-tools.sh) or set CLAUDE_BIN")
+    work = tmp_path / "work"
+    work.mkdir()
+    with MessagesAPI(version_check) as api:
+        env = claude_env(tmp_path, api.url)
+        cmd = [claude, "-p", f"/autoresearch:{skill} {argument}", "--plugin-dir", str(ROOT),
+               "--output-format", "stream-json", "--verbose"]
+        proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=120)
+        control = subprocess.run([*cmd[:2], "check the engine version", *cmd[3:]], cwd=work, env=env,
+                                 capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and control.returncode == 0, proc.stderr + control.stderr
+    agent = [b for b in api.requests if is_agent_request(b)]
+    expanded = "\n".join(text_of(m) for m in agent[0]["messages"])
+    assert f"Base directory for this skill: {ROOT / 'skills' / skill}" in expanded
+    assert argument in expanded  # $ARGUMENTS
+    # Links to the shared references resolve to files that exist in the plugin.
+    links = {str(ROOT / "references" / name) for name in ("overnight.md",)}
+    assert all(link in expanded for link in links) and "${CLAUDE_PLUGIN_ROOT}" not in expanded
+    assert (ROOT / "references" / "overnight.md").is_file()
+    # The skill's allowed-tools let `autoresearch` run without a prompt; without the skill, -p refuses it.
+    result = json.loads(proc.stdout.splitlines()[-1])
+    control_result = json.loads(control.stdout.splitlines()[-1])
+    assert result["permission_denials"] == []
+    assert [d["tool_input"]["command"] for d in control_result["permission_denials"]] == ["autoresearch --version"]
+    assert re.match(r"autoresearch \d", text_of(agent[1]["messages"][-1]))
