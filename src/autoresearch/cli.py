@@ -29,6 +29,7 @@ COMMAND_MODULES = [
     "autoresearch.diagnosis",
     "autoresearch.report",
     "autoresearch.serve",
+    "autoresearch.demo",
 ]
 
 
