@@ -130,7 +130,7 @@ def recover(repo, records, config, runs, segment, warn):
             log.append(repo.log, pending)
         crash = {
             "run": run,
-            "commit": gitops.short(repo.root, commit) if commit else None,
+            "commit": gitops.short(commit) if commit else None,
             "metric": None,
             "metrics": {},
             "status": "crash",
@@ -153,11 +153,23 @@ def recover(repo, records, config, runs, segment, warn):
         }
         log.append(repo.log, crash)
         warn(f"run {run} was interrupted ({crash['reason']}); recorded it as a crash")
-    head = gitops.head(repo.root)
-    if target and head != target:
-        gitops.reset_hard(repo.root, target)
+    _restore(repo, target, warn)
     clear_current(repo)
     return crash
+
+
+def _restore(repo, target, warn):
+    """Put HEAD back at `target`; keep edits made after the crash instead of wiping them."""
+    head = gitops.head(repo.root)
+    if not target or head == target:
+        return
+    if gitops.changed_tracked(repo.root, "HEAD"):
+        # The work tree moved on since the interrupted run (the agent kept editing): move HEAD
+        # and the index only, so those edits become the next run's change.
+        gitops.git(repo.root, "reset", "-q", "--mixed", target)
+        warn("HEAD is back at the best commit; your uncommitted edits are kept in the work tree")
+    else:
+        gitops.reset_hard(repo.root, target)
 
 
 def _restore_target(repo, runs, current):
