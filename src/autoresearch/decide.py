@@ -16,7 +16,6 @@ best value). Opt-in policies: `confirm` re-runs a borderline win before deciding
 keeps a change within noise that makes the scope smaller. references/decision-rule.md has the why.
 """
 
-import statistics
 from dataclasses import dataclass, field
 
 MAD_TO_SIGMA = 1.4826
@@ -68,6 +67,16 @@ class Decision:
     extra: dict = field(default_factory=dict)
 
 
+def median(values):
+    """The median (statistics.median without importing it: the engine starts in milliseconds)."""
+    ordered = sorted(values)
+    n = len(ordered)
+    if n == 0:
+        raise ValueError("median of nothing")
+    mid = n // 2
+    return ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
 def code_key(record):
     """What identifies a run's code: its scope hash (commit for hand-made logs)."""
     return record.get("scope_hash") or record.get("commit") or f"run-{record.get('run')}"
@@ -102,7 +111,7 @@ def baseline(runs):
 def value_of(runs, record):
     values = measurements(runs, code_key(record))
     if values:
-        return statistics.median(values)
+        return median(values)
     return record.get("metric")
 
 
@@ -121,18 +130,18 @@ def noise(runs, rules):
     deviations = []
     for values in groups.values():
         if len(values) >= 2:
-            centre = statistics.median(values)
+            centre = median(values)
             deviations.extend(abs(v - centre) for v in values)
     if deviations:
-        mad = statistics.median(deviations)
+        mad = median(deviations)
         sigma = MAD_TO_SIGMA * mad
         return {"threshold": max(rules.min_delta, rules.z * sigma), "mad": mad, "sigma": sigma,
                 "samples": len(deviations), "source": "repeats"}
     everything = [v for values in groups.values() for v in values]
     result = {"threshold": rules.min_delta, "mad": None, "sigma": None, "samples": 0, "source": "none"}
     if len(everything) >= 3:
-        centre = statistics.median(everything)
-        mad = statistics.median(abs(v - centre) for v in everything)
+        centre = median(everything)
+        mad = median(abs(v - centre) for v in everything)
         result.update(mad=mad, sigma=MAD_TO_SIGMA * mad, source="segment")
     return result
 

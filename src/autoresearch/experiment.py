@@ -317,12 +317,10 @@ class Session:
 
     def _commit(self, plan, run):
         root = self.repo.root
-        if plan.commit_scope:
-            changed = gitops.changed_tracked(root, "HEAD")
-            scope = self.config.get("scope") or []
-            if any(research.in_scope(p, scope) for p in changed) or gitops.untracked(root, scope):
-                message = f"{self.description}\n\nautoresearch run {run}"
-                return gitops.commit_paths(root, message, scope)
+        scope = self.config.get("scope") or []
+        if plan.commit_scope and gitops.scope_status(root, scope):
+            message = f"{self.description}\n\nautoresearch run {run}"
+            return gitops.commit_paths(root, message, scope)
         return gitops.head(root)
 
     def _checks(self, record, run_dir, env, current):
@@ -354,7 +352,7 @@ class Session:
         name = self.config.get("metricName")
         return {
             "run": run,
-            "commit": gitops.short(self.repo.root, commit),
+            "commit": gitops.short(commit),
             "metric": found.get(name),
             "metrics": found,
             "status": None,

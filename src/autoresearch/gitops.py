@@ -51,13 +51,23 @@ def head(repo):
     return git(repo, "rev-parse", "--verify", "-q", "HEAD", check=False)
 
 
-def short(repo, commit):
-    return git(repo, "rev-parse", "--short=7", commit)
+def short(commit):
+    """The 7-character form the log uses (as pi-autoresearch and karpathy's results.tsv)."""
+    return commit[:7]
 
 
 def has_identity(repo):
-    return bool(git(repo, "config", "user.name", check=False)) and \
-        bool(git(repo, "config", "user.email", check=False))
+    if os.environ.get("GIT_AUTHOR_NAME") and os.environ.get("GIT_AUTHOR_EMAIL"):
+        return True
+    out = git(repo, "config", "--get-regexp", r"^user\.(name|email)$", check=False) or ""
+    keys = {line.split(" ", 1)[0] for line in out.splitlines()}
+    return {"user.name", "user.email"} <= keys
+
+
+def scope_status(repo, pathspecs):
+    """True when the work tree has uncommitted changes (tracked or new files) under pathspecs."""
+    out = git(repo, "status", "--porcelain", "-z", "--untracked-files=all", "--", *pathspecs)
+    return bool(out)
 
 
 def commit_paths(repo, message, paths):
@@ -110,10 +120,7 @@ def run_ref(repo, run):
 
 def diff_patch(repo, commit):
     """The patch of `commit` against its parent (against the empty tree for a root commit)."""
-    parent = git(repo, "rev-parse", "--verify", "-q", f"{commit}^", check=False)
-    if parent:
-        return git(repo, "diff", "--no-color", "--no-ext-diff", parent, commit) + "\n"
-    return git(repo, "show", "--no-color", "--no-ext-diff", "--format=", commit) + "\n"
+    return git(repo, "diff-tree", "-p", "--root", "--no-commit-id", "--no-color", "--no-ext-diff", commit) + "\n"
 
 
 def is_ancestor(repo, ancestor, descendant):

@@ -10,7 +10,7 @@ import argparse
 import os
 import shutil
 
-from autoresearch import cli, decide, gitops, hardware, log, metrics, output, research, state
+from autoresearch import cli, decide, gitops, log, metrics, output, research, state
 from autoresearch.research import now_ms
 
 ML_DEFAULTS = {
@@ -224,6 +224,7 @@ def _commit_start(repo, settings, copied):
 
 
 def _header(repo, args, s, segment):
+    from autoresearch import hardware  # platform and nvidia-smi: only init needs them
     fixed = {name: research.sha256_file(os.path.join(repo.root, name)) for name in s["fixed"]}
     confirm = {"within": args.confirm_borderline} if args.confirm_borderline else None
     return {

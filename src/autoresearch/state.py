@@ -130,7 +130,7 @@ def recover(repo, records, config, runs, segment, warn):
             log.append(repo.log, pending)
         crash = {
             "run": run,
-            "commit": gitops.short(repo.root, commit) if commit else None,
+            "commit": gitops.short(commit) if commit else None,
             "metric": None,
             "metrics": {},
             "status": "crash",

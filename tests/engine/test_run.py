@@ -230,7 +230,7 @@ def _wait_for_child(repo, timeout=20):
     raise AssertionError("the benchmark never started")
 
 
-def _wait_gone(pid, timeout=5):
+def _wait_gone(pid, timeout=15):
     deadline = time.monotonic() + timeout
     while not process_gone(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
