@@ -41,7 +41,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse that raises UsageError instead of exiting, so `--json` can report it."""
 
     def error(self, message):
-        raise UsageError(f"{self.prog}: {message} (see `{self.prog} --help`)")
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 
 def build_parser():
