@@ -26,6 +26,9 @@ COMMAND_MODULES = [
     "autoresearch.experiment",
     "autoresearch.summary",
     "autoresearch.session",
+    "autoresearch.diagnosis",
+    "autoresearch.report",
+    "autoresearch.serve",
 ]
 
 
