@@ -9,10 +9,13 @@ import json
 
 import pytest
 
+from helpers_engine import SRC, repo  # noqa: F401 (fixtures)
+
 FAKE = """
 import sys, types
 import autoresearch
 fake = types.ModuleType("autoresearch.diagnosis")
+fake.add_parsers = lambda sub: None  # the real one adds `diagnose`
 {body}
 sys.modules["autoresearch.diagnosis"] = fake
 autoresearch.diagnosis = fake
@@ -48,7 +51,6 @@ def with_diagnoser(tmp_path):
         folder = tmp_path / f"fake{abs(hash(body))}"
         folder.mkdir()
         (folder / "sitecustomize.py").write_text(FAKE.format(body=body))
-        from helpers_engine import SRC
         return {"PYTHONPATH": f"{SRC}:{folder}"}
     return install
 

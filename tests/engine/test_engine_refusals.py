@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from helpers_engine import repo  # noqa: F401 (fixtures)
 
 
 def _refused(repo, *args):
