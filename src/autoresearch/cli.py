@@ -41,11 +41,15 @@ class UsageError(Exception):
     """Raised for bad arguments that argparse cannot catch: exit 2."""
 
 
+class Failed(Exception):
+    """Raised when a command could not finish (e.g. git failed): exit 1, with the reason."""
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that raises UsageError instead of exiting, so `--json` can report it."""
 
     def error(self, message):
-        raise UsageError(f"{self.prog}: {message} (see `{self.prog} --help`)")
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 
 def build_parser():
@@ -78,6 +82,9 @@ def main(argv=None):
     except UsageError as exc:
         print(f"autoresearch: {exc}", file=sys.stderr)
         return _fail(as_json, EXIT_USAGE, "usage", str(exc))
+    except Failed as exc:
+        print(f"autoresearch: failed: {exc}", file=sys.stderr)
+        return _fail(as_json, 1, "failed", str(exc))
     except KeyboardInterrupt:
         print("autoresearch: interrupted", file=sys.stderr)
         return _fail(as_json, 130, "interrupted", "interrupted")

@@ -76,7 +76,8 @@ class Plan:
 
 
 def cmd_run(args):
-    description = args.message.strip()
+    # Text that is not valid UTF-8 (a mis-encoded argv) must not break the JSON log.
+    description = args.message.strip().encode("utf-8", "replace").decode("utf-8")
     if not description:
         raise cli.UsageError("-m needs a description of the experiment")
     asi = _parse_asi(args.asi)
@@ -107,8 +108,10 @@ def cmd_run(args):
 def _parse_asi(text):
     if text is None:
         return {}
+    def reject(constant):
+        raise cli.UsageError(f"--asi may not contain {constant}: the log is strict JSON")
     try:
-        asi = json.loads(text)
+        asi = json.loads(text, parse_constant=reject)
     except json.JSONDecodeError as exc:
         raise cli.UsageError(f"--asi is not valid JSON ({exc.msg} at char {exc.pos}); "
                              "pass an object like '{\"hypothesis\": \"...\"}'") from None

@@ -9,13 +9,15 @@ import os
 import subprocess
 import time
 
+from autoresearch import cli
+
 RUNS_REF = "refs/autoresearch/runs"
 LOCK_WAIT_S = 5.0
 FALLBACK_IDENTITY = ["-c", "user.name=autoresearch", "-c", "user.email=autoresearch@localhost"]
 
 
-class GitError(Exception):
-    pass
+class GitError(cli.Failed):
+    """A git command failed; the message has git's own words."""
 
 
 def git(repo, *args, check=True, input=None):

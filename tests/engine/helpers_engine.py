@@ -1,4 +1,7 @@
-"""Helpers for the engine tests: a real git repo with a tiny benchmark, and the real CLI.
+"""Helpers and fixtures for the engine tests: a real git repo with a tiny benchmark, the real CLI.
+
+No conftest.py here (tests/conftest.py stays the one `conftest` module that other folders
+import); test modules import the fixtures they use.
 
 The benchmark `bench.sh` reads `value.txt` (the scope) and reports `METRIC loss=<value>`,
 or misbehaves on purpose when the value is a keyword (crash, hang, nometric, nan, ...).
@@ -9,6 +12,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -122,3 +127,19 @@ def process_gone(pid):
         return True
     except ProcessLookupError:
         return True
+
+
+@pytest.fixture
+def repo(tmp_path):
+    return make_repo(tmp_path / "research")
+
+
+@pytest.fixture
+def make(tmp_path):
+    """make(*init_args) -> a fresh research repo initialised with those arguments."""
+    counter = iter(range(1000))
+
+    def factory(*init_args, value="1.0"):
+        base = ("--metric", "loss", "--command", "bash bench.sh", "--scope", "value.txt", "--fixed", "bench.sh")
+        return make_repo(tmp_path / f"research{next(counter)}", base + tuple(init_args), value=value)
+    return factory

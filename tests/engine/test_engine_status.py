@@ -4,6 +4,7 @@ import json
 import shutil
 
 import pytest
+from helpers_engine import repo, make  # noqa: F401 (fixtures)
 
 CONTRACT_KEYS = {"segment", "name", "metric_name", "metric_unit", "direction", "runs", "total_runs", "counts",
                  "baseline", "best", "noise", "confidence", "last_runs", "consecutive_non_keeps",

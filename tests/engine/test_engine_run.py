@@ -8,6 +8,7 @@ import sys
 import time
 
 from helpers_engine import SRC, process_gone
+from helpers_engine import repo, make  # noqa: F401 (fixtures)
 
 
 def test_baseline_keep_discard_and_refs(repo):
