@@ -36,9 +36,27 @@ def read_log(path):
 
 
 def read_config(repo):
-    """train.py constants, with prepare.py's (MAX_SEQ_LEN, VOCAB_SIZE, ...) filling the gaps."""
-    constants = config_reader.read_constants(os.path.join(repo, "prepare.py"))
+    """The constants a run of `repo` used: prepare.py's (MAX_SEQ_LEN, VOCAB_SIZE, ...), with the
+    active profile's overrides, then train.py's on top."""
+    constants = harness_constants(os.path.join(repo, "prepare.py"))
     constants.update(config_reader.read_constants(os.path.join(repo, "train.py")))
+    return constants
+
+
+def harness_constants(prepare_path):
+    """prepare.py's constants, with the overrides of the profile its prepared data was made for.
+
+    The template's prepare.py applies `PROFILES[manifest["profile"]]` at import (e.g. the CPU
+    smoke profile trains at MAX_SEQ_LEN 256, not 2048); the manifest lives in
+    $AUTORESEARCH_CACHE (default ~/.cache/autoresearch)/prepared/manifest.json.
+    """
+    constants = config_reader.read_constants(prepare_path)
+    profiles = constants.pop("PROFILES", None)
+    cache = os.environ.get("AUTORESEARCH_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "autoresearch")
+    manifest = _read_json(os.path.join(cache, "prepared", "manifest.json"))
+    overrides = profiles.get(manifest.get("profile", "default")) if isinstance(profiles, dict) else None
+    if isinstance(overrides, dict):
+        constants.update({k: v for k, v in overrides.items() if isinstance(k, str)})
     return constants
 
 
@@ -159,7 +177,7 @@ def _cmd_diagnose(args):
         raise UsageError(f"diagnose: no such config file: {args.config} (pass your train.py)")
     config = {}
     if config_path:
-        config = config_reader.read_constants(os.path.join(os.path.dirname(config_path) or ".", "prepare.py"))
+        config = harness_constants(os.path.join(os.path.dirname(config_path) or ".", "prepare.py"))
         config.update(config_reader.read_constants(config_path))
     run_dir = os.path.dirname(os.path.abspath(args.logfile))
     profile = build_profile(run_dir)

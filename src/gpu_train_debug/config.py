@@ -31,6 +31,8 @@ def _value(node, known):
     if isinstance(node, (ast.Tuple, ast.List)):
         items = [_value(e, known) for e in node.elts]
         return tuple(items) if isinstance(node, ast.Tuple) else items
+    if isinstance(node, ast.Dict) and None not in node.keys:
+        return {_value(k, known): _value(v, known) for k, v in zip(node.keys, node.values)}
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
         return _UNARY[type(node.op)](_value(node.operand, known))
     if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:

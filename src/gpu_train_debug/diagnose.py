@@ -53,7 +53,9 @@ def diagnose(log_text, config=None, profile=None):
             return generic.diagnose(log_text, config, profile)
         except (KeyError, TypeError, ValueError, ZeroDivisionError, OverflowError):
             pass  # not a complete task config: diagnose from the log alone
-    return _Diagnosis(log_text, _clean(config), _clean_profile(profile)).run()
+    config = _clean(config)
+    config.update(patterns.printed_shapes(log_text, config.get("DEVICE_BATCH_SIZE")))
+    return _Diagnosis(log_text, config, _clean_profile(profile)).run()
 
 
 def _clean_profile(profile):

@@ -95,6 +95,11 @@ OOM_RESERVED = re.compile(_SIZE + r" is reserved by PyTorch but unallocated")
 _UNIT = {"bytes": 1, "KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30, "TiB": 2 ** 40}
 
 # Progress lines: karpathy's `step 00042 (12.3%) | loss: 3.2 | ...` and generic `loss=3.2`.
+# What the run itself printed about its shapes outranks the constants read from files:
+# the template's `Batch: 4,096 tokens/step = 8 x 256 x 2 accum | ...` line, and its
+# `... DEVICE_BATCH_SIZE*MAX_SEQ_LEN=1536` failure.
+BATCH_LINE = re.compile(r"Batch: ([\d,]+) tokens/step = (\d+) x (\d+) x (\d+) accum")
+TOKENS_PER_FWDBWD = re.compile(r"DEVICE_BATCH_SIZE\*MAX_SEQ_LEN=(\d+)")
 STEP = re.compile(r"\bstep[ =:]+(\d+)(?: \(([\d.]+)%\))?")
 LOSS = re.compile(r"\b[Ll]oss\s*[:=]\s*([-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|[Nn]a[Nn]|-?[Ii]nf))")
 VAL_BPB = re.compile(r"^val_bpb:\s*([\d.]+)", _M)
@@ -209,3 +214,16 @@ def val_bpb(text):
 def last_error_line(text):
     match = _last(ERROR_LINE, text[-TAIL_CHARS:])
     return match.group(0).strip()[:300] if match else None
+
+
+def printed_shapes(text, device_batch=None):
+    """{MAX_SEQ_LEN, TOTAL_BATCH_SIZE, DEVICE_BATCH_SIZE} as the run printed them (those it printed)."""
+    head = text[:64 * 1024]
+    match = BATCH_LINE.search(head)
+    if match:
+        return {"TOTAL_BATCH_SIZE": int(match.group(1).replace(",", "")), "DEVICE_BATCH_SIZE": int(match.group(2)),
+                "MAX_SEQ_LEN": int(match.group(3))}
+    match = _last(TOKENS_PER_FWDBWD, text[-TAIL_CHARS:])
+    if match and device_batch and int(match.group(1)) % device_batch == 0:
+        return {"MAX_SEQ_LEN": int(match.group(1)) // device_batch}
+    return {}

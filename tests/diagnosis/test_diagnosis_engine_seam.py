@@ -184,3 +184,21 @@ def test_long_log_keeps_startup_warning_and_final_traceback():
 def test_unicode_that_changes_length_when_lowered():
     text = "İ" * 50 + "\nRuntimeError: Current CUDA Device does not support bfloat16. Please switch dtype to float16.\n"
     assert diagnose(text, {"DTYPE": "bfloat16"}, {})["fix"] == {"DTYPE": "float16"}
+
+
+def test_profile_overrides_from_the_prepared_manifest(tmp_path, monkeypatch):
+    """The template's CPU smoke profile trains at MAX_SEQ_LEN 256: the fix must use that, not 2048."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "prepare.py").write_text(PREPARE_PY + 'PROFILES = {"default": {}, "smoke": {"MAX_SEQ_LEN": 256, "VOCAB_SIZE": 512}}\n')
+    (repo / "train.py").write_text("DEPTH = 2\nDEVICE_BATCH_SIZE = 6\nTOTAL_BATCH_SIZE = 4096\n")
+    cache = tmp_path / "cache"
+    (cache / "prepared").mkdir(parents=True)
+    (cache / "prepared" / "manifest.json").write_text('{"profile": "smoke"}')
+    monkeypatch.setenv("AUTORESEARCH_CACHE", str(cache))
+    config = diagnosis.read_config(str(repo))
+    assert (config["MAX_SEQ_LEN"], config["VOCAB_SIZE"], config["DEPTH"]) == (256, 512, 2)
+    result = diagnose("FAIL: TOTAL_BATCH_SIZE=4096 is not a multiple of DEVICE_BATCH_SIZE*MAX_SEQ_LEN=1536\n", config, {})
+    assert result["fix"] == {"DEVICE_BATCH_SIZE": 4}
+    (cache / "prepared" / "manifest.json").write_text("not json")
+    assert diagnosis.read_config(str(repo))["MAX_SEQ_LEN"] == 2048
