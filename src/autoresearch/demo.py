@@ -27,15 +27,20 @@ examples:
   autoresearch demo --profile full       # real data and the 5-minute budget (needs a GPU and network)
 """
 
-# The scripted experiments: (description, {train.py constant: new value as source text}, what we expect).
-# Values are chosen so the outcome does not depend on luck on a CPU smoke run:
-# the regression starves the optimizer, the crash asks for a batch that cannot divide the total.
+# The scripted experiments: (description, {train.py constant: new value as source text}).
+# Chosen so the outcome does not depend on luck on a CPU smoke run: in a 20-second budget a
+# halved batch buys twice the optimizer steps, the 100x smaller learning rates starve the
+# optimizer, and a device batch of 7 cannot divide the total batch.
 EXPERIMENTS = [
-    ("double the matrix learning rate", {"MATRIX_LR": "0.08"}, "maybe keep"),
+    ("halve the total batch: twice the optimizer steps in the budget", {"TOTAL_BATCH_SIZE": "2048"}),
     ("cut every learning rate 100x", {"MATRIX_LR": "0.0004", "EMBEDDING_LR": "0.006",
-                                      "UNEMBEDDING_LR": "0.00004", "SCALAR_LR": "0.005"}, "discard"),
-    ("device batch that does not divide the total batch", {"DEVICE_BATCH_SIZE": "7"}, "crash"),
+                                      "UNEMBEDDING_LR": "0.00004", "SCALAR_LR": "0.005"}),
+    ("device batch that does not divide the total batch", {"DEVICE_BATCH_SIZE": "7"}),
 ]
+
+# On the synthetic smoke data a good change can cut val_bpb by half, which the ML default
+# (a gain over 30% in one run is implausible on real text) would refuse to keep.
+SMOKE_IMPLAUSIBLE_GAIN = "0.9"
 
 
 def add_parsers(sub):
@@ -72,14 +77,17 @@ def run_demo(args):
     _step("1/6 init: copy the ML template and record the fixed harness")
     _git(target, "init", "-q")
     (target / ".git" / "info" / "exclude").write_text(".cache/\nreport.html\nprogress.png\n")
-    _cli(target, env, "init", "--template", "ml", "--name", "autoresearch demo", "--max-iterations", "10")
+    init = ["init", "--template", "ml", "--name", "autoresearch demo", "--max-iterations", "10"]
+    if profile == "smoke":
+        init += ["--implausible-gain", SMOKE_IMPLAUSIBLE_GAIN]
+    _cli(target, env, *init)
 
     _step("2/6 prepare data and tokenizer")
     _run([sys.executable, "prepare.py", *_prepare_args(profile)], target, env)
 
     _step("3/6 baseline")
     results = [_experiment(target, env, "baseline", baseline=True)]
-    for number, (description, changes, _) in enumerate(EXPERIMENTS, start=4):
+    for number, (description, changes) in enumerate(EXPERIMENTS, start=4):
         _step(f"{number}/6 experiment: {description}")
         _edit_constants(target / "train.py", changes)
         results.append(_experiment(target, env, description))
