@@ -128,6 +128,10 @@ def cmd_init(args):
     finally:
         lock.release()
     text = _summary(header, copied, committed, segment)
+    dirty = [p for p in gitops.changed_tracked(repo.root, "HEAD") if not research.in_scope(p, settings["scope"])]
+    if dirty:
+        output.warn(f"files outside the scope have uncommitted changes ({', '.join(dirty[:5])}); "
+                    "commit or revert them, or `run` will refuse")
     output.emit(args, text, {"ok": True, "segment": segment, "config": header, "copied": copied,
                              "committed": committed})
     return cli.EXIT_OK
