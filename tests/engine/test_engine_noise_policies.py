@@ -1,14 +1,13 @@
 """Noise measurement, the threshold, implausible gains, and the two opt-in policies."""
 
 import json
-import os
 import subprocess
 import sys
 import time
 
 import pytest
 
-from helpers_engine import SRC, make_repo
+from helpers_engine import engine_env, make_repo
 
 
 class Sequence:
@@ -176,7 +175,7 @@ def test_engine_killed_during_a_confirmation_rerun(noisy):
     best = repo.head()
     repo.set("0.2")
     engine = subprocess.Popen([sys.executable, "-m", "autoresearch", "run", "-q", "-m", "borderline"],
-                              cwd=repo.root, env=dict(os.environ, PYTHONPATH=str(SRC)),
+                              cwd=repo.root, env=engine_env(),
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     current = repo.root / ".autoresearch/current.json"
     deadline = time.monotonic() + 20
