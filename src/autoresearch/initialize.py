@@ -36,9 +36,12 @@ def add_parsers(sub):
     p.add_argument("--direction", choices=["lower", "higher"], help="which way is better (default lower)")
     p.add_argument("--unit", help="unit of the metric, for display")
     p.add_argument("--name", help="a title for this session")
-    p.add_argument("--command", help="the benchmark command, run by bash in the repo root")
-    p.add_argument("--scope", nargs="+", metavar="PATH", help="files or folders the agent may change")
-    p.add_argument("--fixed", nargs="*", metavar="PATH", help="files that must not change (harness)")
+    p.add_argument("--command", help="the benchmark command, run by bash in the repo root "
+                   "(default: bash autoresearch.sh, if it exists)")
+    p.add_argument("--scope", nargs="+", metavar="PATH",
+                   help="files or folders the agent may change (default: train.py, if it exists)")
+    p.add_argument("--fixed", nargs="*", metavar="PATH",
+                   help="files that must not change (default: prepare.py and autoresearch.sh, if they exist)")
     p.add_argument("--timeout", type=_positive, metavar="S", help="seconds before a run is killed (default 600)")
     p.add_argument("--checks", metavar="CMD", help="a command that must pass after a successful benchmark")
     p.add_argument("--checks-timeout", type=_positive, metavar="S", default=DEFAULT_CHECKS_TIMEOUT)
@@ -128,6 +131,10 @@ def cmd_init(args):
     finally:
         lock.release()
     text = _summary(header, copied, committed, segment)
+    dirty = [p for p in gitops.changed_tracked(repo.root, "HEAD") if not research.in_scope(p, settings["scope"])]
+    if dirty:
+        output.warn(f"files outside the scope have uncommitted changes ({', '.join(dirty[:5])}); "
+                    "commit or revert them, or `run` will refuse")
     output.emit(args, text, {"ok": True, "segment": segment, "config": header, "copied": copied,
                              "committed": committed})
     return cli.EXIT_OK
@@ -143,17 +150,22 @@ def _settings(args, repo):
     if not metrics.valid_name(metric):
         raise cli.UsageError(f"--metric {metric!r} is not a METRIC name ([A-Za-z_][A-Za-z0-9_.]*)")
     command = args.command or d.get("command")
-    fixed = list(args.fixed) if args.fixed is not None else list(d.get("fixed", []))
     if not command:
-        if os.path.exists(os.path.join(repo.root, "autoresearch.sh")):
-            command = "bash autoresearch.sh"
-            if "autoresearch.sh" not in fixed:
-                fixed.append("autoresearch.sh")
-        else:
+        if not _exists(repo, "autoresearch.sh"):
             raise cli.UsageError("init needs --command CMD (the benchmark that prints METRIC lines)")
+        command = "bash autoresearch.sh"
     scope = args.scope or d.get("scope")
     if not scope:
-        raise cli.UsageError("init needs --scope PATH... (the files the agent may change)")
+        # The product's convention: the agent edits train.py.
+        if not _exists(repo, "train.py"):
+            raise cli.UsageError("init needs --scope PATH... (the files the agent may change)")
+        scope = ["train.py"]
+    if args.fixed is not None:
+        fixed = list(args.fixed)
+    else:
+        # The harness files of the convention are fixed when present and not in the scope.
+        fixed = list(d.get("fixed") or [f for f in ("prepare.py", "autoresearch.sh") if _exists(repo, f)
+                                         and not research.in_scope(f, [_norm(repo, p) for p in scope])])
     implausible = args.implausible_gain if args.implausible_gain is not None else d.get("implausible_gain")
     return {
         "metric": metric,
@@ -167,6 +179,10 @@ def _settings(args, repo):
         "timeout": args.timeout or d.get("timeout", DEFAULT_TIMEOUT),
         "implausible_gain": implausible or None,
     }
+
+
+def _exists(repo, name):
+    return os.path.isfile(os.path.join(repo.root, name))
 
 
 def _norm(repo, path):

@@ -64,11 +64,20 @@ def _pump(proc, fd, log, echo, deadline):
         if ready:
             chunk = os.read(fd, 65536)
             if not chunk:
-                return False
+                return _wait_exit(proc, deadline)
             _tee(chunk, log, echo)
         elif proc.poll() is not None:
             # The command is done but something it started still holds the pipe open.
             return False
+
+
+def _wait_exit(proc, deadline):
+    """The output is closed; the command may still be running (it redirected its output)."""
+    while proc.poll() is None:
+        if deadline is not None and time.monotonic() >= deadline:
+            return True
+        time.sleep(0.01)
+    return False
 
 
 def _tee(chunk, log, echo):

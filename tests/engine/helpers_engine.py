@@ -23,6 +23,7 @@ def run_cli(args, cwd, env=None, timeout=60):
     full = dict(os.environ)
     full["PYTHONPATH"] = str(SRC) + (os.pathsep + full["PYTHONPATH"] if full.get("PYTHONPATH") else "")
     full.pop("CLAUDE_CODE_SESSION_ID", None)
+    full.pop("PYTHONDONTWRITEBYTECODE", None)  # the CLI starts ~2x faster with its bytecode cache
     full.update(env or {})
     return subprocess.run([sys.executable, "-m", "autoresearch", *args], cwd=cwd, env=full,
                           capture_output=True, text=True, timeout=timeout)
@@ -98,6 +99,14 @@ class Research:
         log = self.root / "autoresearch.jsonl"
         return (log.read_bytes() if log.exists() else b"", self.head(),
                 self.git("for-each-ref", "refs/autoresearch"))
+
+
+def engine_env():
+    """Environment for starting the engine with Popen (as run_cli does)."""
+    env = dict(os.environ, PYTHONPATH=str(SRC))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.pop("CLAUDE_CODE_SESSION_ID", None)
+    return env
 
 
 def make_repo(root, init_args=("--metric", "loss", "--command", "bash bench.sh", "--scope", "value.txt",

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from helpers_engine import SRC, make_repo
+from helpers_engine import engine_env, make_repo
 
 KILLS = 24
 
@@ -21,7 +21,7 @@ KILLS = 24
 def test_sigkill_at_random_moments(tmp_path):
     repo = make_repo(tmp_path / "chaos")
     rng = random.Random(int(os.environ.get("CHAOS_SEED", "20261130")))
-    env = dict(os.environ, PYTHONPATH=str(SRC))
+    env = engine_env()
     repo.experiment("0.05:5.0", "baseline")
     values = iter(f"{v:.6f}" for v in rng.sample(range(1000, 5000), 200))
     moments = []

@@ -103,6 +103,21 @@ def test_template_missing_is_refused(tmp_path):
     assert not (repo.root / "autoresearch.jsonl").exists()
 
 
+def test_defaults_follow_the_train_py_convention(tmp_path):
+    repo = make_repo(tmp_path / "r", init_args=None)
+    for name, text in (("train.py", "print('METRIC loss=1')\n"), ("prepare.py", "DATA = 1\n"),
+                       ("autoresearch.sh", "python3 train.py\n")):
+        (repo.root / name).write_text(text)
+    repo.git("add", ".")
+    repo.git("commit", "-q", "-m", "harness")
+    repo.ok("init", "--metric", "loss")
+    header = repo.records()[0]
+    assert header["scope"] == ["train.py"] and header["command"] == "bash autoresearch.sh"
+    assert sorted(header["fixed"]) == ["autoresearch.sh", "prepare.py"]
+    proc = repo.cli("init", "--metric", "loss", "--scope", "train.py", "prepare.py", "--json")
+    assert proc.returncode == 0 and list(json.loads(proc.stdout)["config"]["fixed"]) == ["autoresearch.sh"]
+
+
 def test_project_home_holds_the_template():
     """Without AUTORESEARCH_HOME, the template is looked up next to the package (the checkout)."""
     from autoresearch import research

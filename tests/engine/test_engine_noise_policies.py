@@ -1,8 +1,13 @@
 """Noise measurement, the threshold, implausible gains, and the two opt-in policies."""
 
+import json
+import subprocess
+import sys
+import time
+
 import pytest
 
-from helpers_engine import Research
+from helpers_engine import engine_env, make_repo
 
 
 class Sequence:
@@ -12,7 +17,8 @@ class Sequence:
         self.repo = repo
         self.queue = repo.root / ".autoresearch" / "queue"
         (repo.root / "bench.sh").write_text(
-            "head -n1 .autoresearch/queue | sed 's/^/METRIC loss=/'; sed -i 1d .autoresearch/queue\n")
+            "v=$(head -n1 .autoresearch/queue); sed -i 1d .autoresearch/queue\n"
+            'if [ "$v" = sleep ]; then sleep 30; fi; echo "METRIC loss=$v"\n')
 
     def feed(self, *values):
         self.queue.parent.mkdir(exist_ok=True)
@@ -22,7 +28,6 @@ class Sequence:
 @pytest.fixture
 def noisy(tmp_path):
     """factory(*init_args): a repo whose benchmark prints the values fed to it, one per run."""
-    from helpers_engine import make_repo
 
     def factory(*init_args):
         repo = make_repo(tmp_path / "noisy", init_args=None)
@@ -161,3 +166,33 @@ def test_remeasuring_the_best_code(noisy):
     status = repo.status()
     assert status["best"]["run"] == 2 and status["best"]["metric"] == pytest.approx(0.81)
     assert status["noise"]["samples"] == 2
+
+
+def test_engine_killed_during_a_confirmation_rerun(noisy):
+    repo, seq = noisy("--confirm-borderline")
+    seq.feed(1.0, 0.9, "sleep")
+    repo.experiment("0.1")
+    best = repo.head()
+    repo.set("0.2")
+    engine = subprocess.Popen([sys.executable, "-m", "autoresearch", "run", "-q", "-m", "borderline"],
+                              cwd=repo.root, env=engine_env(),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    current = repo.root / ".autoresearch/current.json"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            data = json.loads(current.read_text())
+            if data.get("pending") and data.get("child_pid"):
+                break
+        except (FileNotFoundError, ValueError):
+            pass
+        time.sleep(0.02)
+    else:
+        raise AssertionError("the confirmation re-run never started")
+    engine.kill()
+    engine.wait()
+    repo.status()
+    first, second = repo.runs()[-2:]
+    assert first["metric"] == 0.9 and first["status"] == "discard" and "interrupted" in first["reason"]
+    assert second["status"] == "crash" and second["repeat_of"] == first["run"]
+    assert repo.head() == best

@@ -1,13 +1,12 @@
 """`autoresearch run` end to end: real git, real subprocesses, the real CLI."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
 import time
 
-from helpers_engine import SRC, process_gone
+from helpers_engine import engine_env, process_gone
 from helpers_engine import repo, make  # noqa: F401 (fixtures)
 
 
@@ -212,9 +211,7 @@ def test_second_run_while_one_is_going_is_refused(repo):
 
 
 def _env():
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(SRC)
-    return env
+    return engine_env()
 
 
 def _wait_for_child(repo, timeout=20):
