@@ -77,7 +77,9 @@ def run_demo(args):
     _step("1/6 init: copy the ML template and record the fixed harness")
     _git(target, "init", "-q")
     (target / ".git" / "info" / "exclude").write_text(".cache/\nreport.html\nprogress.png\n")
-    init = ["init", "--template", "ml", "--name", "autoresearch demo", "--max-iterations", "10"]
+    # Two baseline runs measure the noise, so a win must beat the spread of the same code.
+    init = ["init", "--template", "ml", "--name", "autoresearch demo", "--max-iterations", "10",
+            "--noise-runs", "2"]
     if profile == "smoke":
         init += ["--implausible-gain", SMOKE_IMPLAUSIBLE_GAIN]
     _cli(target, env, *init)
@@ -85,16 +87,18 @@ def run_demo(args):
     _step("2/6 prepare data and tokenizer")
     _run([sys.executable, "prepare.py", *_prepare_args(profile)], target, env)
 
-    _step("3/6 baseline")
-    results = [_experiment(target, env, "baseline", baseline=True)]
+    _step("3/6 baseline, measured twice for the noise threshold")
+    results = _experiment(target, env, "baseline", baseline=True)
     for number, (description, changes) in enumerate(EXPERIMENTS, start=4):
         _step(f"{number}/6 experiment: {description}")
         _edit_constants(target / "train.py", changes)
-        results.append(_experiment(target, env, description))
+        results += _experiment(target, env, description)
 
     report = target / "report.html"
     _cli(target, env, "report", "-o", str(report))
-    _summarise(results, report, profile, time.time() - t0)
+    status = json.loads(subprocess.run([sys.executable, "-m", "autoresearch", "status", "--json"], cwd=target,
+                                       env=env, capture_output=True, text=True).stdout)
+    _summarise(results, status, report, profile, time.time() - t0)
     return 0
 
 
@@ -153,13 +157,13 @@ def _experiment(repo, env, description, baseline=False):
     proc = subprocess.run([sys.executable, "-m", "autoresearch", *args], cwd=repo, env=env,
                           stdout=subprocess.PIPE, text=True)
     try:
-        record = json.loads(proc.stdout).get("record")
+        records = json.loads(proc.stdout).get("records")
     except (json.JSONDecodeError, AttributeError):
-        record = None
-    if proc.returncode != 0 or not record:
+        records = None
+    if proc.returncode != 0 or not records:
         raise Refused(f"`autoresearch {' '.join(args)}` failed (exit {proc.returncode}); "
                       f"its output is above and in {repo}/.autoresearch/runs")
-    return record
+    return records
 
 
 def _edit_constants(path, changes):
@@ -195,12 +199,17 @@ def _say(text):
     print(text, file=sys.stderr, flush=True)
 
 
-def _summarise(results, report, profile, seconds):
+def _summarise(results, status, report, profile, seconds):
     _say("\n== demo done in %.0f s" % seconds)
+    noise = status.get("noise") or {}
+    if noise.get("threshold") is not None:
+        _say(f"  noise threshold {noise['threshold']:.4g} bpb from {noise.get('samples')} repeated measurements:"
+             " a change is kept only when it beats the best by more than that")
     for r in results:
         metric = r.get("metric")
         shown = "-" if metric is None else f"{metric:.6f}"
-        line = f"  run {r.get('run', '?'):>2}  {r.get('status', '?'):<8} val_bpb {shown:<9} {r.get('description', '')}"
+        what = r.get("description", "") + (f" (again, run {r['repeat_of']}'s code)" if r.get("repeat_of") else "")
+        line = f"  run {r.get('run', '?'):>2}  {r.get('status', '?'):<8} val_bpb {shown:<9} {what}"
         diag = r.get("diagnosis") or {}
         if diag.get("family"):
             line += f"  [diagnosis: {diag['family']}]"

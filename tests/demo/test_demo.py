@@ -34,23 +34,29 @@ def runs_of(target):
 def test_demo_log_holds_a_keep_a_discard_and_a_diagnosed_crash(demo):
     target, _ = demo
     runs = runs_of(target)
-    statuses = [r["status"] for r in runs]
-    # baseline, the halved batch (a large, reliable gain), the starved learning rates, the crash
-    assert statuses == ["keep", "keep", "discard", "crash"], [(r["status"], r.get("reason")) for r in runs]
+    by_description = {r["description"]: r for r in runs if not r.get("repeat_of")}
+    # the baseline, measured twice (noise), then the three scripted experiments
+    assert len(runs) == 5 and runs[0]["status"] == "keep" and runs[1]["repeat_of"] == runs[0]["run"]
+    # The halved batch is kept or not by the engine, against the measured noise: on a fast CPU the
+    # smoke model is near the synthetic data's floor either way, so either verdict is right.
+    win = by_description["halve the total batch: twice the optimizer steps in the budget"]
+    assert win["status"] in ("keep", "discard") and win["threshold"] is not None
+    assert by_description["cut every learning rate 100x"]["status"] == "discard"
     crash = [r for r in runs if r["status"] == "crash"]
     assert len(crash) == 1
     diagnosis = crash[0]["diagnosis"]
     assert diagnosis["family"] == "CONFIG_INVALID" and diagnosis["fix"]
     # The fix is valid for the smoke config: the device batch divides the total batch.
     fixed_batch = diagnosis["fix"]["DEVICE_BATCH_SIZE"]
+    total = 2048 if win["status"] == "keep" else 4096
     assert (target / ".autoresearch" / "runs" / str(crash[0]["run"]) / "diagnosis.json").is_file()
-    assert 2048 % (fixed_batch * 256) == 0
+    assert total % (fixed_batch * 256) == 0 and fixed_batch < 7
     # Every run's commit is kept under its ref; HEAD is back at the best (the baseline or a win).
     for r in runs:
         ref = subprocess.run(["git", "rev-parse", "--short=7", f"refs/autoresearch/runs/{r['run']}"], cwd=target,
                              capture_output=True, text=True)
         assert ref.stdout.strip() == r["commit"]
-    kept = [r for r in runs if r["status"] == "keep"]
+    kept = [r for r in runs if r["status"] == "keep" and not r.get("repeat_of")]
     head = subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], cwd=target, capture_output=True, text=True)
     assert head.stdout.strip() == kept[-1]["commit"]
 
@@ -67,7 +73,7 @@ def test_demo_report_opens_in_headless_chromium(demo, tmp_path):
     attrs = root_attributes(dom)
     assert attrs.get("data-ready") == "1"
     assert json.loads(attrs.get("data-errors", "[]").replace("&quot;", '"')) == []
-    assert int(attrs.get("data-progress-drawn", "0")) == 4
+    assert int(attrs.get("data-progress-drawn", "0")) == 5
     assert not [line for line in console if "Uncaught" in line or "Error" in line]
 
 
