@@ -69,8 +69,9 @@ def build_parser():
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     as_json = "--json" in argv
-    parser = build_parser()
     try:
+        _check_text(argv)
+        parser = build_parser()
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):
             parser.print_help(sys.stderr)
@@ -88,6 +89,32 @@ def main(argv=None):
     except KeyboardInterrupt:
         print("autoresearch: interrupted", file=sys.stderr)
         return _fail(as_json, 130, "interrupted", "interrupted")
+    except Exception as exc:  # noqa: BLE001 - a bug must not print a traceback at the agent
+        # The log is append-only and a run in progress leaves current.json, which the next
+        # engine call records as a crash: nothing is lost by stopping here.
+        message = (f"internal error: {type(exc).__name__}: {_one_line(exc)}; please report this "
+                   "(with the command) at the autoresearch issue tracker")
+        print(f"autoresearch: {message}", file=sys.stderr)
+        return _fail(as_json, 1, "internal", message)
+
+
+def _check_text(argv):
+    """Refuse arguments that are not UTF-8 (Python keeps such bytes as lone surrogates).
+
+    They could not be written to the UTF-8 log, and replacing them would record something
+    the user did not type.
+    """
+    for arg in argv:
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = arg.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+            raise UsageError(f"argument {shown[:80]!r} is not valid UTF-8 text; "
+                             "pass text in UTF-8 (check your terminal's locale)") from None
+
+
+def _one_line(exc):
+    return " ".join(str(exc).split())[:300]
 
 
 def _fail(as_json, code, kind, message):

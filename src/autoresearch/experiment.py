@@ -106,17 +106,31 @@ def cmd_run(args):
 
 
 def _parse_asi(text):
+    """The --asi object, checked whole before anything runs: it must go into the log as it is."""
     if text is None:
         return {}
     def reject(constant):
-        raise cli.UsageError(f"--asi may not contain {constant}: the log is strict JSON")
+        raise cli.Refused(f"--asi may not contain {constant}: the log is strict JSON")
     try:
         asi = json.loads(text, parse_constant=reject)
     except json.JSONDecodeError as exc:
         raise cli.UsageError(f"--asi is not valid JSON ({exc.msg} at char {exc.pos}); "
                              "pass an object like '{\"hypothesis\": \"...\"}'") from None
+    except RecursionError:
+        raise cli.Refused("--asi is nested too deeply; pass a flat object like '{\"hypothesis\": \"...\"}'") from None
     if not isinstance(asi, dict):
         raise cli.UsageError("--asi must be a JSON object, like '{\"hypothesis\": \"...\"}'")
+    # 1e999 parses to inf and "\ud800" to a lone surrogate: valid JSON text that the strict,
+    # UTF-8 log cannot hold. Found after the benchmark ran, it would lose the run.
+    try:
+        json.dumps(asi, allow_nan=False, ensure_ascii=False).encode("utf-8")
+    except ValueError as exc:  # UnicodeEncodeError is a ValueError too
+        what = ("a number too large for a float (it reads as infinity)" if "Out of range" in str(exc)
+                else "text that is not valid Unicode (a lone surrogate)" if isinstance(exc, UnicodeError)
+                else str(exc))
+        raise cli.Refused(f"--asi contains {what}; the log is strict UTF-8 JSON, fix the value") from None
+    except RecursionError:
+        raise cli.Refused("--asi is nested too deeply; pass a flat object like '{\"hypothesis\": \"...\"}'") from None
     return asi
 
 
@@ -448,7 +462,7 @@ class Session:
         clean = _clean(record)
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, TRAPPED)
         try:
-            log.append(self.repo.log, clean)
+            log.append(self.repo.log, clean, warn=output.warn)
             self.records.append(clean)
             self.runs.append(clean)
             self.done.append(record)

@@ -7,16 +7,26 @@ and every reader skips it with a warning.
 """
 
 import json
+import math
 import os
 import sys
 
 LOG_NAME = "autoresearch.jsonl"
 
 
-def append(path, record):
-    """Append one record (a dict) as a JSON line, durably."""
-    line = json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
-    data = line.encode("utf-8")
+def append(path, record, warn=None):
+    """Append one record (a dict) as a JSON line, durably.
+
+    A record the strict log cannot hold (a non-finite number, text that is not Unicode) is
+    written sanitised, with a warning, rather than lost: a record that cannot be written
+    would leave the run unrecorded and the engine retrying it forever.
+    """
+    try:
+        data = _encode(record)
+    except (ValueError, TypeError, RecursionError) as exc:
+        (warn or _warn_stderr)(f"run {record.get('run', '?')}: record sanitised for the log "
+                               f"({type(exc).__name__}: {exc})")
+        data = _encode(sanitise(record))
     # O_RDWR, not O_WRONLY: the torn-line check reads the last byte with pread.
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
@@ -26,6 +36,29 @@ def append(path, record):
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _encode(record):
+    line = json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
+    return line.encode("utf-8")
+
+
+def sanitise(value, depth=0):
+    """A copy of `value` that strict UTF-8 JSON can hold: non-finite numbers become null,
+    text that is not Unicode gets U+FFFD, anything else becomes its text, deep nesting is cut."""
+    if depth > 50:
+        return None
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, (bool, int)) or value is None:
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, dict):
+        return {sanitise(str(k), depth + 1): sanitise(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [sanitise(v, depth + 1) for v in value]
+    return sanitise(str(value), depth + 1)
 
 
 def _ends_without_newline(fd):
