@@ -257,7 +257,8 @@ class Session:
                     self._append(record)
             else:
                 self._append(record)
-            if self.interrupted is not None or self.done[-1]["status"] != "keep":
+            # Repeats go on while they measure; a crash, timeout or failed check ends them.
+            if self.interrupted is not None or not decide.is_measurement(self.done[-1]):
                 break
             if repeat_of is None:
                 repeat_of = record["run"]
@@ -442,11 +443,20 @@ class Session:
             output.warn(f"could not write diagnosis.json: {exc}")
 
     def _settle_confirmed(self, first, second, decision):
-        """Both measurements of a borderline win share the final status."""
-        first["policy"] = "confirm"
+        """A borderline win and its re-run: one decision on both, at most one keep.
+
+        The first record carries the decision (keep or discard); the re-run is a measurement of
+        the same code, so it is a noise sample (discard) whatever the outcome, like any other
+        re-measurement: an accepted change gets exactly one `keep`.
+        """
+        first["policy"] = second["policy"] = "confirm"
         if decision is not None:
             first.update(status=decision.status, value=decision.value, confidence=decision.confidence,
                          reason=f"{decision.reason} (with re-run {second['run']}: value {decision.value:.6g})")
+            second.update(status="discard",
+                          reason=f"{decide.remeasurement_reason(first['run'])}: confirmation re-run; "
+                                 f"run {first['run']} {'kept' if decision.status == 'keep' else 'discarded'}"
+                                 f" on the value {decision.value:.6g}")
         else:
             first.update(status="discard", reason=f"borderline win not confirmed: re-run {second['run']} "
                                                    f"ended in {second['status']}")

@@ -60,6 +60,8 @@ def compute(repo, warn=None):
         "runs": len(runs),
         "total_runs": len(research.all_runs(records)),
         "counts": counts,
+        # Discards that re-measured kept code (noise samples), included in counts["discard"].
+        "remeasurements": sum(1 for r in runs if decide.is_remeasurement(runs, r)),
         "baseline": _summary(runs, base),
         "best": _summary(runs, best),
         "noise": ({"threshold": stats["threshold"], "mad": stats["mad"], "samples": stats["samples"]}
@@ -105,11 +107,14 @@ def _compact(r):
 
 
 def _non_keeps(runs):
+    """Ideas tried since the last keep: re-measurements of kept code are not ideas, so they
+    neither count nor end the streak."""
     n = 0
     for r in reversed(runs):
         if r.get("status") == "keep":
             break
-        n += 1
+        if not decide.is_remeasurement(runs, r):
+            n += 1
     return n
 
 
@@ -160,7 +165,7 @@ def status_text(s):
     lines = [f"{s['name'] or 'autoresearch'} — segment {s['segment']}, {s['direction']} "
              f"{s['metric_name']} is better",
              f"runs: {s['runs']} this segment ({s['total_runs']} total): " +
-             ", ".join(f"{k} {v}" for k, v in c.items())]
+             ", ".join(f"{k} {v}" for k, v in c.items()) + _remeasured(s)]
     if s["baseline"]:
         b = s["baseline"]
         lines.append(f"baseline: run {b['run']} ({b['commit']}) {_fmt(b['metric'], unit)}")
@@ -187,6 +192,11 @@ def status_text(s):
     return "\n".join(lines)
 
 
+def _remeasured(s):
+    n = s.get("remeasurements")
+    return f"; {n} of the discards re-measured kept code (noise samples)" if n else ""
+
+
 def _short(text, n):
     text = " ".join(str(text or "").split())
     return text if len(text) <= n else text[: n - 1] + "…"
@@ -200,7 +210,7 @@ def brief_text(s):
     lines = [f"AUTORESEARCH — {_short(s['name'], 80)}",
              f"Goal: {s['direction']} {s['metric_name']}{' (' + unit + ')' if unit else ''} is better. "
              f"Segment {s['segment']}, {s['runs']} runs (" +
-             ", ".join(f"{k} {v}" for k, v in s["counts"].items() if v) + ")."]
+             ", ".join(f"{k} {v}" for k, v in s["counts"].items() if v) + _remeasured(s) + ")."]
     b, best = s["baseline"], s["best"]
     if best:
         conf = f", {s['confidence']:.1f} sigma" if s["confidence"] is not None else ""
@@ -279,6 +289,7 @@ def tsv(config, runs):
             f"{0.0 if crashed or not isinstance(value, (int, float)) else value:.6f}",
             f"{0.0 if crashed or not isinstance(memory, (int, float)) else memory / 1024:.1f}",
             tsv_status,
-            " ".join(str(r.get("description") or "").split()),
+            " ".join(str(r.get("description") or "").split()) + (
+                f" (re-measurement of run {r.get('repeat_of')})" if decide.is_remeasurement(runs, r) else ""),
         ]))
     return "\n".join(rows) + "\n"
