@@ -172,13 +172,7 @@ def _plan(repo, config, runs, args):
     if best_full and head != best_full and not gitops.is_ancestor(root, best_full, head):
         raise cli.Refused(f"HEAD is not at the best commit {best.get('commit')} (run {best['run']}) or after it; "
                           f"`git checkout {best.get('commit')}` and make your change there")
-    for name, digest in (config.get("fixed") or {}).items():
-        path = os.path.join(root, name)
-        if not os.path.isfile(path):
-            raise cli.Refused(f"fixed file {name} is missing; restore it with `git checkout -- {name}`")
-        if research.sha256_file(path) != digest:
-            raise cli.Refused(f"fixed file {name} changed since init; restore it with `git checkout -- {name}` "
-                              "(the harness must stay the same for results to compare)")
+    _check_fixed(repo, config, best_full or config.get("start_commit") or head, head)
     scope = config.get("scope") or []
     changed = gitops.changed_tracked(root, base)
     outside = [p for p in changed if not research.in_scope(p, scope)]
@@ -214,6 +208,26 @@ def _plan(repo, config, runs, args):
     if budget:
         count = min(count, budget - len(runs))
     return Plan(base, best_full, commit_scope, repeat_of, count, scope_hash, scope_lines)
+
+
+def _check_fixed(repo, config, source, head):
+    """Refuse when a fixed file differs from init; the advice restores it from `source` (the best
+    commit, else init's), which works whether the change is staged, unstaged or committed."""
+    root = repo.root
+    for name, digest in (config.get("fixed") or {}).items():
+        path = os.path.join(root, name)
+        if os.path.isfile(path) and research.sha256_file(path) == digest:
+            continue
+        what = "is missing" if not os.path.isfile(path) else "changed since init"
+        restore = f"git checkout {source[:7]} -- {name}"
+        if source != head and gitops.changed_between(root, source, head, name):
+            # The change is in a commit after `source`: restoring the file is not enough, the
+            # restore must be committed too or the next run's commit would carry the change.
+            raise cli.Refused(f"fixed file {name} {what} (changed in a commit after {source[:7]}); restore it "
+                              f"with `{restore} && git commit -m 'restore {name}' -- {name}` "
+                              "(the harness must stay the same for results to compare)")
+        raise cli.Refused(f"fixed file {name} {what}; restore it with `{restore}` "
+                          "(the harness must stay the same for results to compare)")
 
 
 def _full_commit(repo, record):

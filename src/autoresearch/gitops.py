@@ -96,6 +96,12 @@ def changed_tracked(repo, base):
     return [p for p in out.split("\0") if p]
 
 
+def changed_between(repo, a, b, *pathspecs):
+    """Paths that differ between commits `a` and `b` (optionally limited to pathspecs)."""
+    out = git(repo, "diff", "--name-only", "--no-renames", "-z", a, b, "--", *pathspecs, check=False) or ""
+    return [p for p in out.split("\0") if p]
+
+
 def untracked(repo, pathspecs=()):
     """Untracked, not ignored files (optionally limited to pathspecs)."""
     out = git(repo, "ls-files", "--others", "--exclude-standard", "-z", "--", *pathspecs)
