@@ -85,16 +85,64 @@ def read(path, warn=None):
     for number, line in enumerate(raw.split(b"\n"), start=1):
         if not line.strip():
             continue
+        where = f"{os.path.basename(path)}:{number}"
         try:
-            record = json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            warn(f"{os.path.basename(path)}:{number}: skipped malformed line ({exc.__class__.__name__}: {exc})")
+            record = json.loads(line.decode("utf-8"), parse_constant=_reject_constant)
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            warn(f"{where}: skipped malformed line ({exc.__class__.__name__}: {exc})")
             continue
         if not isinstance(record, dict):
-            warn(f"{os.path.basename(path)}:{number}: skipped line that is not a JSON object")
+            warn(f"{where}: skipped line that is not a JSON object")
+            continue
+        problem = invalid(record)
+        if problem:
+            warn(f"{where}: skipped invalid record ({problem})")
             continue
         records.append(record)
     return records
+
+
+STATUSES = ("keep", "discard", "crash", "timeout", "checks_failed")
+DIRECTIONS = ("lower", "higher")
+
+
+def _reject_constant(name):
+    raise ValueError(f"{name} is not strict JSON")
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_finite(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def invalid(record):
+    """Why `record` is not a valid config header or run record (None when it is, or when it is
+    neither: other lines are kept for the tools that wrote them). Every reader gets the same
+    records, so status, brief, export and the report agree on what the log holds."""
+    if is_config(record):
+        if not isinstance(record.get("metricName"), str) or not record["metricName"]:
+            return "config without a metricName"
+        if record.get("bestDirection") not in DIRECTIONS:
+            return f"config bestDirection {record.get('bestDirection')!r} is not lower or higher"
+        return None
+    if not is_run(record):
+        return None
+    run = record.get("run")
+    if not _is_int(run) or run < 1:
+        return f"run {run!r} is not a whole number >= 1"
+    if record.get("status") not in STATUSES:
+        return f"run {run}: status {record.get('status')!r} is not one of {', '.join(STATUSES)}"
+    if record.get("metric") is not None and not _is_finite(record["metric"]):
+        return f"run {run}: metric {record['metric']!r} is not a finite number"
+    found = record.get("metrics")
+    if found is not None and not (isinstance(found, dict) and all(_is_finite(v) for v in found.values())):
+        return f"run {run}: metrics is not an object of finite numbers"
+    if "segment" in record and record["segment"] is not None and not _is_int(record["segment"]):
+        return f"run {run}: segment {record['segment']!r} is not a whole number"
+    return None
 
 
 def _warn_stderr(message):

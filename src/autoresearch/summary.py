@@ -11,7 +11,7 @@ import sys
 
 from autoresearch import cli, decide, log, output, research, state
 
-STATUSES = ("keep", "discard", "crash", "timeout", "checks_failed")
+STATUSES = log.STATUSES
 LAST_RUNS = 5
 
 
