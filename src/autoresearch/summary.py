@@ -18,12 +18,18 @@ LAST_RUNS = 5
 def add_parsers(sub):
     p = sub.add_parser("status", help="where the research stands (from the log)",
                        description="Segment, counts by status, baseline, best, noise, confidence, last runs, "
-                                   "consecutive non-keeps, iterations left, whether the session is active.")
+                                   "consecutive non-keeps, iterations left, whether the session is active.",
+                       epilog="examples:\n  autoresearch status\n"
+                              "  autoresearch status --json | jq .best",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_status)
     p = sub.add_parser("brief", help="the compact state a fresh context needs to continue",
                        description="A short plain-text state for the agent: goal, best, last runs, "
-                                   "the rules and the exact next command. The hooks inject it.")
+                                   "the rules and the exact next command. The hooks inject it.",
+                       epilog="examples:\n  autoresearch brief\n"
+                              "  autoresearch brief --json   (the text, the next command and the full state)",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_brief)
     p = sub.add_parser("export", help="export the results (karpathy's results.tsv)",
