@@ -268,7 +268,10 @@ def cmd_export(args):
     config, runs = segs[index]
     text = tsv(config, runs)
     if args.tsv == "-":
-        sys.stdout.write(text)
+        if output.wants_json(args):  # stdout is the one JSON object: the TSV goes inside it
+            output.emit(args, None, {"ok": True, "path": None, "tsv": text, "rows": len(runs), "segment": index})
+        else:
+            sys.stdout.write(text)
         return cli.EXIT_OK
     path = os.path.abspath(args.tsv)
     tmp = path + ".tmp"

@@ -112,3 +112,10 @@ def test_export_keeps_rows_intact(repo, tmp_path, description):
     repo.experiment("1.0", description)
     text = repo.ok("export", "--tsv", "-").stdout
     assert len(text.splitlines()) == 2 and text.splitlines()[1].count("\t") == 4
+
+
+def test_export_to_stdout_with_json_puts_the_tsv_in_the_object(repo):
+    _history(repo)
+    plain = repo.ok("export", "--tsv", "-").stdout
+    rc, data = repo.json("export", "--tsv", "-")
+    assert rc == 0 and data["tsv"] == plain and data["rows"] == 5 and data["path"] is None
