@@ -152,9 +152,10 @@ def _restore_signals(saved):
 # --- refusals ---
 
 def _plan(repo, config, runs, args):
-    session = state.read_session(repo) or {}
-    if session.get("active") is False:
-        raise cli.Refused("the session is stopped; run `autoresearch resume` to continue")
+    session = state.read_session(repo)
+    if not state.is_active(session):
+        why = "is stopped" if session else f"file {repo.rel(repo.session)} is missing or unreadable"
+        raise cli.Refused(f"the session {why}; run `autoresearch resume` to continue")
     budget = config.get("max_iterations")
     if budget and len(runs) >= budget:
         raise cli.Refused(f"the iteration budget is spent ({len(runs)} of {budget} runs in this segment); "

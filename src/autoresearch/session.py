@@ -44,7 +44,7 @@ def cmd_stop(args):
     session = state.write_session(repo, active=False, stopped=now_ms(), stop_reason=args.reason,
                                   segment=segment,
                                   owner_session=before.get("owner_session", config.get("owner_session")))
-    text = ("autoresearch: session stopped; `autoresearch resume` reopens it" if before.get("active", True)
+    text = ("autoresearch: session stopped; `autoresearch resume` reopens it" if state.is_active(before)
             else "autoresearch: the session was already stopped")
     output.emit(args, text, {"ok": True, "active": False, "session": session})
     return cli.EXIT_OK

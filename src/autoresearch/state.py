@@ -66,6 +66,13 @@ def read_session(repo):
     return read_json(repo.session)
 
 
+def is_active(session):
+    """The one rule for "is the session active", used by run, status, brief and the hooks:
+    only a session.json that says so. A missing or unreadable file reads as stopped, and
+    `autoresearch resume` writes it again."""
+    return bool(session) and session.get("active") is True
+
+
 def write_session(repo, **fields):
     session = read_session(repo) or {}
     session.update(fields)

@@ -78,7 +78,7 @@ def compute(repo, warn=None):
         "consecutive_non_keeps": _non_keeps(runs),
         "max_iterations": budget,
         "iterations_left": max(0, budget - len(runs)) if budget else None,
-        "active": bool(session.get("active")),
+        "active": state.is_active(session),
         "owner_session": session.get("owner_session", config.get("owner_session")),
         "running": _running(repo),
         "scope": config.get("scope") or [],

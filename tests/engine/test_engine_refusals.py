@@ -110,6 +110,19 @@ def test_session_stopped(repo):
     assert repo.experiment("0.9")["status"] == "keep"
 
 
+def test_missing_session_file_means_stopped_for_every_command(repo):
+    """status, brief (and so the hooks) and run agree: one function decides `active`."""
+    repo.experiment("1.0")
+    (repo.root / ".autoresearch/session.json").unlink()
+    assert repo.status()["active"] is False
+    assert "Session STOPPED" in repo.ok("brief").stdout
+    repo.set("0.9")
+    assert "autoresearch resume" in _refused(repo, "-m", "x")
+    repo.ok("resume")
+    assert repo.status()["active"] is True
+    assert repo.experiment("0.9")["status"] == "keep"
+
+
 def test_head_moved_away_from_best(repo):
     repo.experiment("1.0")
     repo.git("checkout", "-q", "HEAD~0", "--detach")
