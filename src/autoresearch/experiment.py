@@ -288,7 +288,7 @@ class Session:
     def _measure(self, plan, commit, repeat_of, pending=None):
         """Run the benchmark once; return (record, decision or None, commit)."""
         repo, config = self.repo, self.config
-        run = research.next_run_number(self.records + ([pending] if pending else []))
+        run = research.next_run_number(self.records + ([pending] if pending else []), repo)
         run_dir = repo.run_dir(run)
         current = {"run": run, "pid": os.getpid(), "started": now_ms(), "phase": "commit",
                    "base": plan.base, "description": self.description, "asi": self.asi,

@@ -122,6 +122,12 @@ def set_run_ref(repo, run, commit):
     git(repo, "update-ref", f"{RUNS_REF}/{run}", commit)
 
 
+def run_numbers(repo):
+    """The N of every refs/autoresearch/runs/N."""
+    out = git(repo, "for-each-ref", "--format=%(refname:lstrip=3)", RUNS_REF + "/", check=False) or ""
+    return [int(n) for n in out.split() if n.isdigit()]
+
+
 def run_ref(repo, run):
     return git(repo, "rev-parse", "--verify", "-q", f"{RUNS_REF}/{run}", check=False)
 
