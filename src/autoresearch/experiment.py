@@ -92,8 +92,7 @@ def cmd_run(args):
     handlers = _trap_signals()
     try:
         records, config, runs, segment = research.load(repo, warn=output.warn)
-        if config is None:
-            raise cli.Refused(f"{log.LOG_NAME} has no config header; run `autoresearch init` first")
+        research.require_config(config)
         if state.recover(repo, records, config, runs, segment, output.warn):
             records, config, runs, segment = research.load(repo, warn=lambda m: None)
         plan = _plan(repo, config, runs, args)

@@ -63,6 +63,14 @@ def load(repo, warn=None):
     return records, config, runs, max(index, 0)
 
 
+def require_config(config):
+    """Refuse (exit 3) when the log has no usable config header: every command says the same."""
+    if config is None:
+        raise cli.Refused(f"{log.LOG_NAME} has no valid config header (missing, torn or malformed); "
+                          "run `autoresearch init --metric NAME --command CMD --scope PATH` to start a segment")
+    return config
+
+
 def all_runs(records):
     return [r for r in records if log.is_run(r)]
 

@@ -33,8 +33,7 @@ def add_parsers(sub):
 def _session_repo():
     repo = research.find()
     _, config, _, segment = research.load(repo, warn=output.warn)
-    if config is None:
-        raise cli.Refused("the log has no config header; run `autoresearch init` first")
+    research.require_config(config)
     return repo, config, segment
 
 

@@ -46,7 +46,7 @@ def add_parsers(sub):
 def compute(repo, warn=None):
     """The status dict (the keys are a contract: hooks and the report read them)."""
     records, config, runs, segment = research.load(repo, warn=warn or (lambda m: None))
-    config = config or {}
+    research.require_config(config)
     rules = decide.Rules.from_config(config)
     counts = {s: 0 for s in STATUSES}
     for r in runs:
