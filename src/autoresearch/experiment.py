@@ -336,7 +336,7 @@ class Session:
         elif result.exit_code != 0:
             self._fail(record, "crash", _exit_text(result.exit_code))
         elif name not in found:
-            bad = [w for w in warnings if f"METRIC {name}=" in w]
+            bad = [w for w in warnings if f"METRIC {name}=" in w or f"METRIC {name} " in w]
             self._fail(record, "crash", f"no valid METRIC {name}=<number> line in the output"
                        + (f" ({bad[-1]})" if bad else ""))
         elif not self._checks(record, run_dir, env, current):

@@ -40,6 +40,13 @@ def test_bad_values_are_ignored_with_a_warning(name, bad):
         assert len(warnings) == 1 and name in warnings[0]
 
 
+@pytest.mark.parametrize("line", ["METRIC x = 1", "METRIC 1x=2", "METRIC", "METRIC  loss=1 extra"])
+def test_a_metric_line_off_the_grammar_is_ignored_with_a_warning(line):
+    found, warnings = metrics.parse(f"METRIC ok=1\n{line}\nMETRICS: done\n")
+    assert found == {"ok": 1.0}
+    assert len(warnings) == 1 and "not `METRIC name=value`" in warnings[0] and line.split()[0] in warnings[0]
+
+
 def test_grammar_details():
     found, _ = metrics.parse("METRIC  a=1\nMETRIC b=2 \r\nMETRICc=3\n METRIC d=4\nMETRIC e = 5\n"
                              "progress 10%\rMETRIC f=.5e1\nMETRIC g.h=-3\n")
@@ -133,3 +140,13 @@ def test_append_sanitises_what_strict_json_cannot_hold(tmp_path):
                warn=warnings.append)
     second = log.read(str(path))[1]
     assert second["metric"] is None and second["asi"]["k"] != "\ud800" and len(warnings) == 1
+
+
+def test_run_says_why_a_metric_line_off_the_grammar_was_not_taken(tmp_path):
+    from helpers_engine import make_repo
+    repo = make_repo(tmp_path / "r")
+    repo.set("= 0.9")  # bench.sh prints `METRIC loss== 0.9`
+    proc = repo.cli("run", "-q", "-m", "spaces", "--json")
+    record = json.loads(proc.stdout)["record"]
+    assert record["status"] == "crash" and "not `METRIC name=value`" in record["reason"]
+    assert "warning: run 1: ignored 'METRIC loss== 0.9'" in proc.stderr
