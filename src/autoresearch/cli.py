@@ -5,8 +5,9 @@ Exit codes (DESIGN 4.3): 0 done, 2 usage error, 3 refused (nothing run, nothing 
 
 Each module listed in COMMAND_MODULES exposes `add_parsers(subparsers)`, which adds its
 sub-commands and sets `func` (called with the parsed args, returns the exit code).
-Modules are imported when the CLI starts, so they must import only the standard library
-at module level (heavy optional imports go inside functions).
+Only the module of the command being run is imported (COMMANDS maps each command to its
+module; `--help` imports them all), and modules import only the standard library at module
+level (heavy optional imports go inside functions).
 """
 
 import argparse
@@ -32,6 +33,20 @@ COMMAND_MODULES = [
     "autoresearch.demo",
 ]
 
+# Which module defines each command, so `autoresearch status` (and every hook call) imports
+# only its own module: importing all of them costs ~20 ms (serve pulls in http.server, diagnose
+# the diagnoser). A command missing here still works: the full list is loaded instead.
+COMMANDS = {
+    "init": "autoresearch.initialize",
+    "run": "autoresearch.experiment",
+    "status": "autoresearch.summary", "brief": "autoresearch.summary", "export": "autoresearch.summary",
+    "stop": "autoresearch.session", "resume": "autoresearch.session",
+    "diagnose": "autoresearch.diagnosis",
+    "report": "autoresearch.report",
+    "serve": "autoresearch.serve",
+    "demo": "autoresearch.demo",
+}
+
 
 class Refused(Exception):
     """Raised by a command that refuses to act: exit 3, nothing run, nothing recorded."""
@@ -52,7 +67,9 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 
-def build_parser():
+def build_parser(command=None):
+    """The argparse tree; given the command about to run, only that command's module is loaded
+    (`--help`, no command or an unknown one load them all, so the listing stays complete)."""
     parser = _Parser(
         prog="autoresearch",
         description="Run, decide and record experiments: the engine behind the autoresearch plugin.",
@@ -61,7 +78,8 @@ def build_parser():
     )
     parser.add_argument("--version", action="version", version=f"autoresearch {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    modules = [COMMANDS[command]] if command in COMMANDS else COMMAND_MODULES
+    for name in modules:
         importlib.import_module(name).add_parsers(sub)
     return parser
 
@@ -71,7 +89,8 @@ def main(argv=None):
     as_json = "--json" in argv
     try:
         _check_text(argv)
-        parser = build_parser()
+        # The top level has only flags without values, so the first word is the command.
+        parser = build_parser(next((a for a in argv if not a.startswith("-")), None))
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):
             parser.print_help(sys.stderr)

@@ -42,3 +42,28 @@ def test_top_level_help_lists_every_command():
     text = _help()
     for command in _commands():
         assert command in text
+
+
+def test_command_map_names_the_module_that_defines_each_command():
+    """cli.COMMANDS lets a command load only its own module; it must agree with the modules."""
+    import argparse
+    import importlib
+    for name in cli.COMMAND_MODULES:
+        parser = argparse.ArgumentParser()
+        sub = parser.add_subparsers(dest="command")
+        importlib.import_module(name).add_parsers(sub)
+        for command in sub.choices:
+            assert cli.COMMANDS.get(command) == name, command
+
+
+def test_a_command_loads_only_its_own_module():
+    import subprocess
+    import sys
+    from helpers_engine import engine_env
+    code = ("import sys; from autoresearch import cli; cli.build_parser('status'); "
+            "print(sorted(m for m in sys.modules if m.startswith(('autoresearch.', 'http.server', 'gpu_train'))))")
+    out = subprocess.run([sys.executable, "-c", code], env=engine_env(), capture_output=True, text=True,
+                         check=True).stdout
+    assert "autoresearch.summary" in out
+    for heavy in ("http.server", "autoresearch.serve", "autoresearch.report", "gpu_train_debug"):
+        assert heavy not in out, out
