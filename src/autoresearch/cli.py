@@ -5,8 +5,9 @@ Exit codes (DESIGN 4.3): 0 done, 2 usage error, 3 refused (nothing run, nothing 
 
 Each module listed in COMMAND_MODULES exposes `add_parsers(subparsers)`, which adds its
 sub-commands and sets `func` (called with the parsed args, returns the exit code).
-Modules are imported when the CLI starts, so they must import only the standard library
-at module level (heavy optional imports go inside functions).
+Only the module of the command being run is imported (COMMANDS maps each command to its
+module; `--help` imports them all), and modules import only the standard library at module
+level (heavy optional imports go inside functions).
 """
 
 import argparse
@@ -32,6 +33,20 @@ COMMAND_MODULES = [
     "autoresearch.demo",
 ]
 
+# Which module defines each command, so `autoresearch status` (and every hook call) imports
+# only its own module: importing all of them costs ~20 ms (serve pulls in http.server, diagnose
+# the diagnoser). A command missing here still works: the full list is loaded instead.
+COMMANDS = {
+    "init": "autoresearch.initialize",
+    "run": "autoresearch.experiment",
+    "status": "autoresearch.summary", "brief": "autoresearch.summary", "export": "autoresearch.summary",
+    "stop": "autoresearch.session", "resume": "autoresearch.session",
+    "diagnose": "autoresearch.diagnosis",
+    "report": "autoresearch.report",
+    "serve": "autoresearch.serve",
+    "demo": "autoresearch.demo",
+}
+
 
 class Refused(Exception):
     """Raised by a command that refuses to act: exit 3, nothing run, nothing recorded."""
@@ -52,7 +67,9 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 
-def build_parser():
+def build_parser(command=None):
+    """The argparse tree; given the command about to run, only that command's module is loaded
+    (`--help`, no command or an unknown one load them all, so the listing stays complete)."""
     parser = _Parser(
         prog="autoresearch",
         description="Run, decide and record experiments: the engine behind the autoresearch plugin.",
@@ -61,7 +78,8 @@ def build_parser():
     )
     parser.add_argument("--version", action="version", version=f"autoresearch {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    modules = [COMMANDS[command]] if command in COMMANDS else COMMAND_MODULES
+    for name in modules:
         importlib.import_module(name).add_parsers(sub)
     return parser
 
@@ -69,8 +87,10 @@ def build_parser():
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     as_json = "--json" in argv
-    parser = build_parser()
     try:
+        _check_text(argv)
+        # The top level has only flags without values, so the first word is the command.
+        parser = build_parser(next((a for a in argv if not a.startswith("-")), None))
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):
             parser.print_help(sys.stderr)
@@ -88,6 +108,32 @@ def main(argv=None):
     except KeyboardInterrupt:
         print("autoresearch: interrupted", file=sys.stderr)
         return _fail(as_json, 130, "interrupted", "interrupted")
+    except Exception as exc:  # noqa: BLE001 - a bug must not print a traceback at the agent
+        # The log is append-only and a run in progress leaves current.json, which the next
+        # engine call records as a crash: nothing is lost by stopping here.
+        message = (f"internal error: {type(exc).__name__}: {_one_line(exc)}; please report this "
+                   "(with the command) at the autoresearch issue tracker")
+        print(f"autoresearch: {message}", file=sys.stderr)
+        return _fail(as_json, 1, "internal", message)
+
+
+def _check_text(argv):
+    """Refuse arguments that are not UTF-8 (Python keeps such bytes as lone surrogates).
+
+    They could not be written to the UTF-8 log, and replacing them would record something
+    the user did not type.
+    """
+    for arg in argv:
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = arg.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+            raise UsageError(f"argument {shown[:80]!r} is not valid UTF-8 text; "
+                             "pass text in UTF-8 (check your terminal's locale)") from None
+
+
+def _one_line(exc):
+    return " ".join(str(exc).split())[:300]
 
 
 def _fail(as_json, code, kind, message):

@@ -9,8 +9,9 @@ Terms (all within one segment of the log):
   deviation (MAD) from each code's median; sigma = 1.4826 * MAD (the normal-consistent scale);
 - the *threshold* is max(min_delta, z * sigma), or min_delta while no code was measured twice.
 
-The rule: the first measurement of a segment is the baseline and is kept. After that a run is
-kept only when its gain over the best value is strictly greater than the threshold (a tie is
+The rule: the first measurement of a segment is the baseline and is kept. A re-measurement of
+the incumbent's code is a noise sample: recorded as discard (HEAD stays), it counts in the
+code's value and the noise. After that a run is kept only when its gain over the best value is strictly greater than the threshold (a tie is
 never kept), and never when the gain is implausible (larger than `implausible_gain` times the
 best value). Opt-in policies: `confirm` re-runs a borderline win before deciding; `simplicity`
 keeps a change within noise that makes the scope smaller. references/decision-rule.md has the why.
@@ -104,6 +105,18 @@ def incumbent(runs):
     return next(r for r in kept if code_key(r) == key)
 
 
+def remeasurement_reason(run):
+    return f"re-measurement of run {run}'s code (noise sample)"
+
+
+def is_remeasurement(runs, record):
+    """A discard that measured already-kept code again (a noise sample, not a rejected idea)."""
+    if record.get("status") != "discard" or record.get("repeat_of") is None:
+        return False
+    key = code_key(record)
+    return any(r.get("status") == "keep" and code_key(r) == key for r in runs)
+
+
 def baseline(runs):
     return next((r for r in runs if r.get("status") == "keep"), None)
 
@@ -179,8 +192,9 @@ def decide(runs, candidate, rules, scope_lines=None, confirmed=False):
     common = dict(value=value, best_before=best_value, threshold=threshold, confidence=conf, gain=g)
     same_code = code_key(candidate) == code_key(best)
     if same_code:
-        return Decision("keep", f"re-measurement of the best code (run {best['run']}): "
-                        f"value now {_fmt(value)}", **common)
+        # The incumbent's code measured again: a noise sample, not a new win (DESIGN 4.4: only
+        # the baseline and a strict improvement keep). It still counts in the code's value.
+        return Decision("discard", f"{remeasurement_reason(best['run'])}: value now {_fmt(value)}", **common)
     if rules.implausible_gain is not None and best_value != 0:
         relative = g / abs(best_value)
         if relative > float(rules.implausible_gain):

@@ -5,6 +5,7 @@ result and stores the dict in the log record and in the run's `diagnosis.json`; 
 gives the one or two lines it prints in the run's result.
 """
 
+import argparse
 import json
 import os
 import shutil
@@ -159,7 +160,8 @@ def add_parsers(sub):
         description="Read a training log (and train.py's constants) and print the failure family, "
                     "codes, the computed intermediates and the minimal fix of train.py constants.",
         epilog="examples:\n  autoresearch diagnose .autoresearch/runs/7/output.log\n"
-               "  autoresearch diagnose run.log --config train.py --json")
+               "  autoresearch diagnose run.log --config train.py --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("logfile", metavar="LOGFILE", help="the training output to diagnose")
     parser.add_argument("--config", metavar="FILE",
                         help="train.py whose constants to read (default: ./train.py if present); "

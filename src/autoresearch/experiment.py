@@ -92,8 +92,7 @@ def cmd_run(args):
     handlers = _trap_signals()
     try:
         records, config, runs, segment = research.load(repo, warn=output.warn)
-        if config is None:
-            raise cli.Refused(f"{log.LOG_NAME} has no config header; run `autoresearch init` first")
+        research.require_config(config)
         if state.recover(repo, records, config, runs, segment, output.warn):
             records, config, runs, segment = research.load(repo, warn=lambda m: None)
         plan = _plan(repo, config, runs, args)
@@ -106,17 +105,31 @@ def cmd_run(args):
 
 
 def _parse_asi(text):
+    """The --asi object, checked whole before anything runs: it must go into the log as it is."""
     if text is None:
         return {}
     def reject(constant):
-        raise cli.UsageError(f"--asi may not contain {constant}: the log is strict JSON")
+        raise cli.Refused(f"--asi may not contain {constant}: the log is strict JSON")
     try:
         asi = json.loads(text, parse_constant=reject)
     except json.JSONDecodeError as exc:
         raise cli.UsageError(f"--asi is not valid JSON ({exc.msg} at char {exc.pos}); "
                              "pass an object like '{\"hypothesis\": \"...\"}'") from None
+    except RecursionError:
+        raise cli.Refused("--asi is nested too deeply; pass a flat object like '{\"hypothesis\": \"...\"}'") from None
     if not isinstance(asi, dict):
         raise cli.UsageError("--asi must be a JSON object, like '{\"hypothesis\": \"...\"}'")
+    # 1e999 parses to inf and "\ud800" to a lone surrogate: valid JSON text that the strict,
+    # UTF-8 log cannot hold. Found after the benchmark ran, it would lose the run.
+    try:
+        json.dumps(asi, allow_nan=False, ensure_ascii=False).encode("utf-8")
+    except ValueError as exc:  # UnicodeEncodeError is a ValueError too
+        what = ("a number too large for a float (it reads as infinity)" if "Out of range" in str(exc)
+                else "text that is not valid Unicode (a lone surrogate)" if isinstance(exc, UnicodeError)
+                else str(exc))
+        raise cli.Refused(f"--asi contains {what}; the log is strict UTF-8 JSON, fix the value") from None
+    except RecursionError:
+        raise cli.Refused("--asi is nested too deeply; pass a flat object like '{\"hypothesis\": \"...\"}'") from None
     return asi
 
 
@@ -138,9 +151,10 @@ def _restore_signals(saved):
 # --- refusals ---
 
 def _plan(repo, config, runs, args):
-    session = state.read_session(repo) or {}
-    if session.get("active") is False:
-        raise cli.Refused("the session is stopped; run `autoresearch resume` to continue")
+    session = state.read_session(repo)
+    if not state.is_active(session):
+        why = "is stopped" if session else f"file {repo.rel(repo.session)} is missing or unreadable"
+        raise cli.Refused(f"the session {why}; run `autoresearch resume` to continue")
     budget = config.get("max_iterations")
     if budget and len(runs) >= budget:
         raise cli.Refused(f"the iteration budget is spent ({len(runs)} of {budget} runs in this segment); "
@@ -158,13 +172,7 @@ def _plan(repo, config, runs, args):
     if best_full and head != best_full and not gitops.is_ancestor(root, best_full, head):
         raise cli.Refused(f"HEAD is not at the best commit {best.get('commit')} (run {best['run']}) or after it; "
                           f"`git checkout {best.get('commit')}` and make your change there")
-    for name, digest in (config.get("fixed") or {}).items():
-        path = os.path.join(root, name)
-        if not os.path.isfile(path):
-            raise cli.Refused(f"fixed file {name} is missing; restore it with `git checkout -- {name}`")
-        if research.sha256_file(path) != digest:
-            raise cli.Refused(f"fixed file {name} changed since init; restore it with `git checkout -- {name}` "
-                              "(the harness must stay the same for results to compare)")
+    _check_fixed(repo, config, best_full or config.get("start_commit") or head, head)
     scope = config.get("scope") or []
     changed = gitops.changed_tracked(root, base)
     outside = [p for p in changed if not research.in_scope(p, scope)]
@@ -200,6 +208,26 @@ def _plan(repo, config, runs, args):
     if budget:
         count = min(count, budget - len(runs))
     return Plan(base, best_full, commit_scope, repeat_of, count, scope_hash, scope_lines)
+
+
+def _check_fixed(repo, config, source, head):
+    """Refuse when a fixed file differs from init; the advice restores it from `source` (the best
+    commit, else init's), which works whether the change is staged, unstaged or committed."""
+    root = repo.root
+    for name, digest in (config.get("fixed") or {}).items():
+        path = os.path.join(root, name)
+        if os.path.isfile(path) and research.sha256_file(path) == digest:
+            continue
+        what = "is missing" if not os.path.isfile(path) else "changed since init"
+        restore = f"git checkout {source[:7]} -- {name}"
+        if source != head and gitops.changed_between(root, source, head, name):
+            # The change is in a commit after `source`: restoring the file is not enough, the
+            # restore must be committed too or the next run's commit would carry the change.
+            raise cli.Refused(f"fixed file {name} {what} (changed in a commit after {source[:7]}); restore it "
+                              f"with `{restore} && git commit -m 'restore {name}' -- {name}` "
+                              "(the harness must stay the same for results to compare)")
+        raise cli.Refused(f"fixed file {name} {what}; restore it with `{restore}` "
+                          "(the harness must stay the same for results to compare)")
 
 
 def _full_commit(repo, record):
@@ -243,7 +271,8 @@ class Session:
                     self._append(record)
             else:
                 self._append(record)
-            if self.interrupted is not None or self.done[-1]["status"] != "keep":
+            # Repeats go on while they measure; a crash, timeout or failed check ends them.
+            if self.interrupted is not None or not decide.is_measurement(self.done[-1]):
                 break
             if repeat_of is None:
                 repeat_of = record["run"]
@@ -258,7 +287,7 @@ class Session:
     def _measure(self, plan, commit, repeat_of, pending=None):
         """Run the benchmark once; return (record, decision or None, commit)."""
         repo, config = self.repo, self.config
-        run = research.next_run_number(self.records + ([pending] if pending else []))
+        run = research.next_run_number(self.records + ([pending] if pending else []), repo)
         run_dir = repo.run_dir(run)
         current = {"run": run, "pid": os.getpid(), "started": now_ms(), "phase": "commit",
                    "base": plan.base, "description": self.description, "asi": self.asi,
@@ -307,7 +336,7 @@ class Session:
         elif result.exit_code != 0:
             self._fail(record, "crash", _exit_text(result.exit_code))
         elif name not in found:
-            bad = [w for w in warnings if f"METRIC {name}=" in w]
+            bad = [w for w in warnings if f"METRIC {name}=" in w or f"METRIC {name} " in w]
             self._fail(record, "crash", f"no valid METRIC {name}=<number> line in the output"
                        + (f" ({bad[-1]})" if bad else ""))
         elif not self._checks(record, run_dir, env, current):
@@ -428,11 +457,20 @@ class Session:
             output.warn(f"could not write diagnosis.json: {exc}")
 
     def _settle_confirmed(self, first, second, decision):
-        """Both measurements of a borderline win share the final status."""
-        first["policy"] = "confirm"
+        """A borderline win and its re-run: one decision on both, at most one keep.
+
+        The first record carries the decision (keep or discard); the re-run is a measurement of
+        the same code, so it is a noise sample (discard) whatever the outcome, like any other
+        re-measurement: an accepted change gets exactly one `keep`.
+        """
+        first["policy"] = second["policy"] = "confirm"
         if decision is not None:
             first.update(status=decision.status, value=decision.value, confidence=decision.confidence,
                          reason=f"{decision.reason} (with re-run {second['run']}: value {decision.value:.6g})")
+            second.update(status="discard",
+                          reason=f"{decide.remeasurement_reason(first['run'])}: confirmation re-run; "
+                                 f"run {first['run']} {'kept' if decision.status == 'keep' else 'discarded'}"
+                                 f" on the value {decision.value:.6g}")
         else:
             first.update(status="discard", reason=f"borderline win not confirmed: re-run {second['run']} "
                                                    f"ended in {second['status']}")
@@ -448,7 +486,7 @@ class Session:
         clean = _clean(record)
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, TRAPPED)
         try:
-            log.append(self.repo.log, clean)
+            log.append(self.repo.log, clean, warn=output.warn)
             self.records.append(clean)
             self.runs.append(clean)
             self.done.append(record)

@@ -96,6 +96,12 @@ def changed_tracked(repo, base):
     return [p for p in out.split("\0") if p]
 
 
+def changed_between(repo, a, b, *pathspecs):
+    """Paths that differ between commits `a` and `b` (optionally limited to pathspecs)."""
+    out = git(repo, "diff", "--name-only", "--no-renames", "-z", a, b, "--", *pathspecs, check=False) or ""
+    return [p for p in out.split("\0") if p]
+
+
 def untracked(repo, pathspecs=()):
     """Untracked, not ignored files (optionally limited to pathspecs)."""
     out = git(repo, "ls-files", "--others", "--exclude-standard", "-z", "--", *pathspecs)
@@ -114,6 +120,12 @@ def reset_hard(repo, commit):
 
 def set_run_ref(repo, run, commit):
     git(repo, "update-ref", f"{RUNS_REF}/{run}", commit)
+
+
+def run_numbers(repo):
+    """The N of every refs/autoresearch/runs/N."""
+    out = git(repo, "for-each-ref", "--format=%(refname:lstrip=3)", RUNS_REF + "/", check=False) or ""
+    return [int(n) for n in out.split() if n.isdigit()]
 
 
 def run_ref(repo, run):

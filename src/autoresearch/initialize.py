@@ -200,6 +200,16 @@ def _check_paths(repo, settings):
             raise cli.UsageError(f"{name} is both fixed and in the scope; a file is one or the other")
         if not os.path.isfile(os.path.join(repo.root, name)):
             raise cli.Refused(f"fixed file {name} does not exist; create it or drop it from --fixed")
+    # A fixed file's sha256 is recorded now and checked before every run: recording an
+    # uncommitted edit would make every later run refuse with advice that cannot work.
+    if settings["fixed"] and gitops.head(repo.root):
+        tracked = set(gitops.git(repo.root, "ls-files", "-z", "--", *settings["fixed"]).split("\0"))
+        dirty = [name for name in gitops.changed_tracked(repo.root, "HEAD")
+                 if name in settings["fixed"] and name in tracked]
+        if dirty:
+            raise cli.Refused(f"fixed file {' '.join(dirty)} has uncommitted changes; commit or revert "
+                              f"{' '.join(dirty)} before init (`git commit -- {dirty[0]}` or "
+                              f"`git checkout -- {dirty[0]}`)")
     for name in (log.LOG_NAME, research.STATE_DIR):
         if research.in_scope(name, settings["scope"]) and settings["scope"] != ["."]:
             raise cli.UsageError(f"the scope may not include {name}")

@@ -7,16 +7,26 @@ and every reader skips it with a warning.
 """
 
 import json
+import math
 import os
 import sys
 
 LOG_NAME = "autoresearch.jsonl"
 
 
-def append(path, record):
-    """Append one record (a dict) as a JSON line, durably."""
-    line = json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
-    data = line.encode("utf-8")
+def append(path, record, warn=None):
+    """Append one record (a dict) as a JSON line, durably.
+
+    A record the strict log cannot hold (a non-finite number, text that is not Unicode) is
+    written sanitised, with a warning, rather than lost: a record that cannot be written
+    would leave the run unrecorded and the engine retrying it forever.
+    """
+    try:
+        data = _encode(record)
+    except (ValueError, TypeError, RecursionError) as exc:
+        (warn or _warn_stderr)(f"run {record.get('run', '?')}: record sanitised for the log "
+                               f"({type(exc).__name__}: {exc})")
+        data = _encode(sanitise(record))
     # O_RDWR, not O_WRONLY: the torn-line check reads the last byte with pread.
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
@@ -26,6 +36,29 @@ def append(path, record):
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _encode(record):
+    line = json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
+    return line.encode("utf-8")
+
+
+def sanitise(value, depth=0):
+    """A copy of `value` that strict UTF-8 JSON can hold: non-finite numbers become null,
+    text that is not Unicode gets U+FFFD, anything else becomes its text, deep nesting is cut."""
+    if depth > 50:
+        return None
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, (bool, int)) or value is None:
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, dict):
+        return {sanitise(str(k), depth + 1): sanitise(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [sanitise(v, depth + 1) for v in value]
+    return sanitise(str(value), depth + 1)
 
 
 def _ends_without_newline(fd):
@@ -52,16 +85,64 @@ def read(path, warn=None):
     for number, line in enumerate(raw.split(b"\n"), start=1):
         if not line.strip():
             continue
+        where = f"{os.path.basename(path)}:{number}"
         try:
-            record = json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            warn(f"{os.path.basename(path)}:{number}: skipped malformed line ({exc.__class__.__name__}: {exc})")
+            record = json.loads(line.decode("utf-8"), parse_constant=_reject_constant)
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            warn(f"{where}: skipped malformed line ({exc.__class__.__name__}: {exc})")
             continue
         if not isinstance(record, dict):
-            warn(f"{os.path.basename(path)}:{number}: skipped line that is not a JSON object")
+            warn(f"{where}: skipped line that is not a JSON object")
+            continue
+        problem = invalid(record)
+        if problem:
+            warn(f"{where}: skipped invalid record ({problem})")
             continue
         records.append(record)
     return records
+
+
+STATUSES = ("keep", "discard", "crash", "timeout", "checks_failed")
+DIRECTIONS = ("lower", "higher")
+
+
+def _reject_constant(name):
+    raise ValueError(f"{name} is not strict JSON")
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_finite(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def invalid(record):
+    """Why `record` is not a valid config header or run record (None when it is, or when it is
+    neither: other lines are kept for the tools that wrote them). Every reader gets the same
+    records, so status, brief, export and the report agree on what the log holds."""
+    if is_config(record):
+        if not isinstance(record.get("metricName"), str) or not record["metricName"]:
+            return "config without a metricName"
+        if record.get("bestDirection") not in DIRECTIONS:
+            return f"config bestDirection {record.get('bestDirection')!r} is not lower or higher"
+        return None
+    if not is_run(record):
+        return None
+    run = record.get("run")
+    if not _is_int(run) or run < 1:
+        return f"run {run!r} is not a whole number >= 1"
+    if record.get("status") not in STATUSES:
+        return f"run {run}: status {record.get('status')!r} is not one of {', '.join(STATUSES)}"
+    if record.get("metric") is not None and not _is_finite(record["metric"]):
+        return f"run {run}: metric {record['metric']!r} is not a finite number"
+    found = record.get("metrics")
+    if found is not None and not (isinstance(found, dict) and all(_is_finite(v) for v in found.values())):
+        return f"run {run}: metrics is not an object of finite numbers"
+    if "segment" in record and record["segment"] is not None and not _is_int(record["segment"]):
+        return f"run {run}: segment {record['segment']!r} is not a whole number"
+    return None
 
 
 def _warn_stderr(message):

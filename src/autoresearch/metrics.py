@@ -3,13 +3,15 @@
 A line `METRIC name=value` anywhere in the output reports one metric. The name matches
 `[A-Za-z_][A-Za-z0-9_.]*`; the value must be a finite decimal number (`1`, `-0.5`, `3e-4`,
 `.5`). Anything else on a METRIC line (NaN, inf, hex, `1_000`, units) is ignored with a
-warning, so a broken value can never become a result. If a name repeats, the last value wins.
+warning, so a broken value can never become a result; so is a line that starts with `METRIC `
+but does not follow the grammar (`METRIC x = 1`). If a name repeats, the last value wins.
 """
 
 import math
 import re
 
 LINE = re.compile(r"^METRIC\s+([A-Za-z_][A-Za-z0-9_.]*)=(\S+)\s*$")
+ATTEMPT = re.compile(r"^METRIC(?:\s|$)")
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 # Plain decimal notation only: Python's float() would also take "nan", "inf" and "1_0".
 NUMBER = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
@@ -36,6 +38,11 @@ def parse(text):
             continue
         match = LINE.match(raw)
         if not match:
+            # `METRIC x = 1` or `METRIC 1x=2` was meant as a metric: say why it was not taken,
+            # as for a bad value. (`METRICS:` and other words that merely start so are not.)
+            if ATTEMPT.match(raw):
+                warnings.append(f"ignored {_shown(raw)!r}: not `METRIC name=value` "
+                                "(name [A-Za-z_][A-Za-z0-9_.]*, no spaces around =)")
             continue
         name, value_text = match.groups()
         value = parse_value(value_text)
@@ -44,6 +51,11 @@ def parse(text):
             continue
         metrics[name] = value
     return metrics, warnings
+
+
+def _shown(line):
+    line = line.strip()
+    return line if len(line) <= 60 else line[:59] + "…"
 
 
 def _lines(text):

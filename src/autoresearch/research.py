@@ -63,12 +63,29 @@ def load(repo, warn=None):
     return records, config, runs, max(index, 0)
 
 
+def require_config(config):
+    """Refuse (exit 3) when the log has no usable config header: every command says the same."""
+    if config is None:
+        raise cli.Refused(f"{log.LOG_NAME} has no valid config header (missing, torn or malformed); "
+                          "run `autoresearch init --metric NAME --command CMD --scope PATH` to start a segment")
+    return config
+
+
 def all_runs(records):
     return [r for r in records if log.is_run(r)]
 
 
-def next_run_number(records):
+def next_run_number(records, repo=None):
+    """One more than every run number in use: in the log and, given the repo, in
+    refs/autoresearch/runs/N and .autoresearch/runs/N (a log moved aside must not make the
+    next run overwrite the ref and files of an old run N)."""
     numbers = [r.get("run") for r in all_runs(records) if isinstance(r.get("run"), int)]
+    if repo is not None:
+        numbers += gitops.run_numbers(repo.root)
+        try:
+            numbers += [int(n) for n in os.listdir(os.path.join(repo.state, "runs")) if n.isdigit()]
+        except OSError:
+            pass
     return max(numbers, default=0) + 1
 
 

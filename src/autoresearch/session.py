@@ -5,6 +5,7 @@ The Stop hook keeps the agent looping only while `.autoresearch/session.json` sa
 (the Claude Code session that resumes the work).
 """
 
+import argparse
 import os
 
 from autoresearch import cli, output, research, state
@@ -13,11 +14,16 @@ from autoresearch.research import now_ms
 
 def add_parsers(sub):
     p = sub.add_parser("stop", help="end the session: the hooks let the agent stop, `run` refuses",
-                       description=__doc__)
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="examples:\n  autoresearch stop\n"
+                              '  autoresearch stop --reason "budget for tonight is spent"')
     p.add_argument("--reason", default="stopped by `autoresearch stop`", help="why (kept in session.json)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_stop)
-    p = sub.add_parser("resume", help="reopen a stopped session", description=__doc__)
+    p = sub.add_parser("resume", help="reopen a stopped session", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="examples:\n  autoresearch resume\n"
+                              "  autoresearch resume --session \"$CLAUDE_CODE_SESSION_ID\"   (hand it to this session)")
     p.add_argument("--session", metavar="ID",
                    help="new owner session (default: $CLAUDE_CODE_SESSION_ID, else unchanged)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -27,8 +33,7 @@ def add_parsers(sub):
 def _session_repo():
     repo = research.find()
     _, config, _, segment = research.load(repo, warn=output.warn)
-    if config is None:
-        raise cli.Refused("the log has no config header; run `autoresearch init` first")
+    research.require_config(config)
     return repo, config, segment
 
 
@@ -38,7 +43,7 @@ def cmd_stop(args):
     session = state.write_session(repo, active=False, stopped=now_ms(), stop_reason=args.reason,
                                   segment=segment,
                                   owner_session=before.get("owner_session", config.get("owner_session")))
-    text = ("autoresearch: session stopped; `autoresearch resume` reopens it" if before.get("active", True)
+    text = ("autoresearch: session stopped; `autoresearch resume` reopens it" if state.is_active(before)
             else "autoresearch: the session was already stopped")
     output.emit(args, text, {"ok": True, "active": False, "session": session})
     return cli.EXIT_OK

@@ -66,6 +66,13 @@ def read_session(repo):
     return read_json(repo.session)
 
 
+def is_active(session):
+    """The one rule for "is the session active", used by run, status, brief and the hooks:
+    only a session.json that says so. A missing or unreadable file reads as stopped, and
+    `autoresearch resume` writes it again."""
+    return bool(session) and session.get("active") is True
+
+
 def write_session(repo, **fields):
     session = read_session(repo) or {}
     session.update(fields)
@@ -114,8 +121,13 @@ def recover(repo, records, config, runs, segment, warn):
             clear_current(repo)
         return None
     run = current.get("run")
+    if not isinstance(run, int) or isinstance(run, bool) or run < 1:
+        warn(f"{repo.rel(repo.current)} names no valid run ({run!r}); removed it")
+        clear_current(repo)
+        return None
     child = current.get("child_pid")
-    if child and current.get("child_start") and process_start_time(child) == current.get("child_start"):
+    if isinstance(child, int) and child > 1 and current.get("child_start") \
+            and process_start_time(child) == current.get("child_start"):
         runner.kill_group(child)
     recorded = {r.get("run") for r in records if log.is_run(r)}
     target = _restore_target(repo, runs, current)
@@ -124,13 +136,19 @@ def recover(repo, records, config, runs, segment, warn):
         head = gitops.head(repo.root)
         commit = current.get("commit") or (head if head and head != current.get("base") else None)
         if commit:
-            gitops.set_run_ref(repo.root, run, commit)
+            try:
+                gitops.set_run_ref(repo.root, run, str(commit))
+            except gitops.GitError as exc:  # the commit is gone: record the crash without it
+                warn(f"run {run}: could not keep its commit {str(commit)[:7]} ({exc})")
+                commit = None
         pending = current.get("pending")
-        if pending and pending.get("run") not in recorded:
-            log.append(repo.log, pending)
+        if isinstance(pending, dict) and pending.get("run") not in recorded:
+            log.append(repo.log, pending, warn=warn)
+        started = current.get("started")
+        started = started if isinstance(started, (int, float)) and not isinstance(started, bool) else now_ms()
         crash = {
             "run": run,
-            "commit": gitops.short(commit) if commit else None,
+            "commit": gitops.short(str(commit)) if commit else None,
             "metric": None,
             "metrics": {},
             "status": "crash",
@@ -139,7 +157,7 @@ def recover(repo, records, config, runs, segment, warn):
             "segment": segment,
             "confidence": None,
             "asi": current.get("asi") or {},
-            "duration_s": round(max(0.0, time.time() - current.get("started", now_ms()) / 1000), 3),
+            "duration_s": round(max(0.0, time.time() - started / 1000), 3),
             "reason": f"engine stopped mid-run (pid {current.get('pid')}, during {current.get('phase')}); "
                       "recorded as a crash by the next engine call",
             "best_before": None,
@@ -151,9 +169,14 @@ def recover(repo, records, config, runs, segment, warn):
             "scope_lines": current.get("scope_lines"),
             "repeat_of": current.get("repeat_of"),
         }
-        log.append(repo.log, crash)
+        # Sanitised if need be (an --asi from an older engine): a record that cannot be written
+        # would leave current.json behind and every later call failing here.
+        log.append(repo.log, crash, warn=warn)
         warn(f"run {run} was interrupted ({crash['reason']}); recorded it as a crash")
-    _restore(repo, target, warn)
+    try:
+        _restore(repo, target, warn)
+    except gitops.GitError as exc:
+        warn(f"could not put HEAD back at the best commit ({exc}); check `git status`")
     clear_current(repo)
     return crash
 

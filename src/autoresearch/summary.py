@@ -11,19 +11,25 @@ import sys
 
 from autoresearch import cli, decide, log, output, research, state
 
-STATUSES = ("keep", "discard", "crash", "timeout", "checks_failed")
+STATUSES = log.STATUSES
 LAST_RUNS = 5
 
 
 def add_parsers(sub):
     p = sub.add_parser("status", help="where the research stands (from the log)",
                        description="Segment, counts by status, baseline, best, noise, confidence, last runs, "
-                                   "consecutive non-keeps, iterations left, whether the session is active.")
+                                   "consecutive non-keeps, iterations left, whether the session is active.",
+                       epilog="examples:\n  autoresearch status\n"
+                              "  autoresearch status --json | jq .best",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_status)
     p = sub.add_parser("brief", help="the compact state a fresh context needs to continue",
                        description="A short plain-text state for the agent: goal, best, last runs, "
-                                   "the rules and the exact next command. The hooks inject it.")
+                                   "the rules and the exact next command. The hooks inject it.",
+                       epilog="examples:\n  autoresearch brief\n"
+                              "  autoresearch brief --json   (the text, the next command and the full state)",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_brief)
     p = sub.add_parser("export", help="export the results (karpathy's results.tsv)",
@@ -40,7 +46,7 @@ def add_parsers(sub):
 def compute(repo, warn=None):
     """The status dict (the keys are a contract: hooks and the report read them)."""
     records, config, runs, segment = research.load(repo, warn=warn or (lambda m: None))
-    config = config or {}
+    research.require_config(config)
     rules = decide.Rules.from_config(config)
     counts = {s: 0 for s in STATUSES}
     for r in runs:
@@ -60,6 +66,8 @@ def compute(repo, warn=None):
         "runs": len(runs),
         "total_runs": len(research.all_runs(records)),
         "counts": counts,
+        # Discards that re-measured kept code (noise samples), included in counts["discard"].
+        "remeasurements": sum(1 for r in runs if decide.is_remeasurement(runs, r)),
         "baseline": _summary(runs, base),
         "best": _summary(runs, best),
         "noise": ({"threshold": stats["threshold"], "mad": stats["mad"], "samples": stats["samples"]}
@@ -70,7 +78,7 @@ def compute(repo, warn=None):
         "consecutive_non_keeps": _non_keeps(runs),
         "max_iterations": budget,
         "iterations_left": max(0, budget - len(runs)) if budget else None,
-        "active": bool(session.get("active")),
+        "active": state.is_active(session),
         "owner_session": session.get("owner_session", config.get("owner_session")),
         "running": _running(repo),
         "scope": config.get("scope") or [],
@@ -105,11 +113,14 @@ def _compact(r):
 
 
 def _non_keeps(runs):
+    """Ideas tried since the last keep: re-measurements of kept code are not ideas, so they
+    neither count nor end the streak."""
     n = 0
     for r in reversed(runs):
         if r.get("status") == "keep":
             break
-        n += 1
+        if not decide.is_remeasurement(runs, r):
+            n += 1
     return n
 
 
@@ -160,7 +171,7 @@ def status_text(s):
     lines = [f"{s['name'] or 'autoresearch'} — segment {s['segment']}, {s['direction']} "
              f"{s['metric_name']} is better",
              f"runs: {s['runs']} this segment ({s['total_runs']} total): " +
-             ", ".join(f"{k} {v}" for k, v in c.items())]
+             ", ".join(f"{k} {v}" for k, v in c.items()) + _remeasured(s)]
     if s["baseline"]:
         b = s["baseline"]
         lines.append(f"baseline: run {b['run']} ({b['commit']}) {_fmt(b['metric'], unit)}")
@@ -187,6 +198,11 @@ def status_text(s):
     return "\n".join(lines)
 
 
+def _remeasured(s):
+    n = s.get("remeasurements")
+    return f"; {n} of the discards re-measured kept code (noise samples)" if n else ""
+
+
 def _short(text, n):
     text = " ".join(str(text or "").split())
     return text if len(text) <= n else text[: n - 1] + "…"
@@ -200,7 +216,7 @@ def brief_text(s):
     lines = [f"AUTORESEARCH — {_short(s['name'], 80)}",
              f"Goal: {s['direction']} {s['metric_name']}{' (' + unit + ')' if unit else ''} is better. "
              f"Segment {s['segment']}, {s['runs']} runs (" +
-             ", ".join(f"{k} {v}" for k, v in s["counts"].items() if v) + ")."]
+             ", ".join(f"{k} {v}" for k, v in s["counts"].items() if v) + _remeasured(s) + ")."]
     b, best = s["baseline"], s["best"]
     if best:
         conf = f", {s['confidence']:.1f} sigma" if s["confidence"] is not None else ""
@@ -252,7 +268,10 @@ def cmd_export(args):
     config, runs = segs[index]
     text = tsv(config, runs)
     if args.tsv == "-":
-        sys.stdout.write(text)
+        if output.wants_json(args):  # stdout is the one JSON object: the TSV goes inside it
+            output.emit(args, None, {"ok": True, "path": None, "tsv": text, "rows": len(runs), "segment": index})
+        else:
+            sys.stdout.write(text)
         return cli.EXIT_OK
     path = os.path.abspath(args.tsv)
     tmp = path + ".tmp"
@@ -279,6 +298,7 @@ def tsv(config, runs):
             f"{0.0 if crashed or not isinstance(value, (int, float)) else value:.6f}",
             f"{0.0 if crashed or not isinstance(memory, (int, float)) else memory / 1024:.1f}",
             tsv_status,
-            " ".join(str(r.get("description") or "").split()),
+            " ".join(str(r.get("description") or "").split()) + (
+                f" (re-measurement of run {r.get('repeat_of')})" if decide.is_remeasurement(runs, r) else ""),
         ]))
     return "\n".join(rows) + "\n"

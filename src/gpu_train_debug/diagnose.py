@@ -152,6 +152,8 @@ class _Diagnosis:
             return self._nan(code)
         if code == "MISSING_PACKAGE":
             return self._missing(match)
+        if code == "MISSING_COMMAND":
+            return self._missing_command(match)
         if code == "BATCH_NOT_DIVISIBLE":
             return self._batch_not_divisible()
         handler = {
@@ -348,6 +350,14 @@ class _Diagnosis:
         return "MISSING_DEPENDENCY", ["MISSING_PACKAGE"], fix, (
             f"Python package '{package}' is not installed: install it into the research repo's "
             f"environment (uv add {package} / pip install {package}){hint}.")
+
+    def _missing_command(self, match):
+        command = next((g for g in match.groups() if g), "?")
+        self.inter["missing_command"] = command
+        return "MISSING_DEPENDENCY", ["MISSING_COMMAND"], {}, (
+            f"The shell could not run `{command}` (command not found, exit 127): install it, or fix "
+            f"its name or path in the benchmark command/script (is the right virtual environment "
+            f"on PATH?). No train.py constant fixes it.")
 
     def _tokenizer(self, match):
         return "TOKENIZER", ["TOKENIZER_MISSING"], {}, (

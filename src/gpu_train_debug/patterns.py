@@ -45,6 +45,14 @@ SIGNATURES = [
     ("MISSING_PACKAGE", "MISSING_DEPENDENCY", re.compile(
         r"ModuleNotFoundError: No module named '([\w.]+)'|ImportError: No module named ([\w.]+)"),
      ('no module named',)),
+    # The shell could not start a command (exit 127): `bash: line 3: foo: command not found`,
+    # dash's `sh: 1: foo: not found`, `bash: ./run.sh: No such file or directory`. Anchored to
+    # the shell's own format so Python's `[Errno 2] No such file or directory: 'x'` is not it.
+    ("MISSING_COMMAND", "MISSING_DEPENDENCY", re.compile(
+        r"^(?:[^\n:]*: )?(?:line \d+: )?([^\s:'\"]+): command not found\s*$"
+        r"|^[^\n:]*\bsh: \d+: ([^\s:'\"]+): not found\s*$"
+        r"|^[^\n:]*\b(?:bash|sh|zsh|dash)(?:: line \d+)?: ([^\s:'\"]+): No such file or directory\s*$", _M),
+     ('command not found', ': not found', 'no such file or directory')),
     ("TORCH_COMPILE_FAILED", "COMPILE_FAILURE", re.compile(
         r"Windows not yet supported for torch\.compile|Cannot find a working triton installation"
         r"|BackendCompilerFailed|InductorError|torch\._dynamo\.exc\.\w+|InvalidCxxCompiler"

@@ -90,3 +90,34 @@ def test_no_diagnosis_for_ordinary_results(repo, with_diagnoser):
     record = repo.runs()[-1]
     assert record["status"] == "discard" and record["diagnosis"] is None
     assert not (repo.root / record["run_dir"] / "diagnosis.json").exists()
+
+
+def test_command_not_found_is_diagnosed_as_a_missing_dependency(repo):
+    """A benchmark whose command does not exist (exit 127) names the command, not UNKNOWN."""
+    repo.experiment("1.0")
+    (repo.root / "bench.sh").write_text("echo starting\nnot_a_real_trainer --steps 10\n")
+    repo.git("commit", "-qam", "harness calls a missing program")
+    repo.ok("init", "--metric", "loss", "--command", "bash bench.sh", "--scope", "value.txt", "--fixed", "bench.sh")
+    repo.set("0.9")
+    rc, data = repo.json("run", "-q", "-m", "x")
+    record = data["record"]
+    assert rc == 0 and record["status"] == "crash" and record["exit_code"] == 127
+    diagnosis = record["diagnosis"]
+    assert diagnosis["family"] == "MISSING_DEPENDENCY" and diagnosis["codes"] == ["MISSING_COMMAND"]
+    assert "not_a_real_trainer" in diagnosis["explanation"]
+    assert diagnosis["intermediates"]["missing_command"] == "not_a_real_trainer"
+
+
+@pytest.mark.parametrize("line, command", [
+    ("bench.sh: line 3: pyhton: command not found", "pyhton"),
+    ("/bin/sh: 1: uvx: not found", "uvx"),
+    ("bash: ./run.sh: No such file or directory", "./run.sh"),
+    ("FileNotFoundError: [Errno 2] No such file or directory: 'data/x.bin'", None),
+])
+def test_missing_command_signature(line, command):
+    from gpu_train_debug import patterns
+    found = {code: match for code, _, match in patterns.scan(f"starting\n{line}\n")}
+    if command is None:
+        assert "MISSING_COMMAND" not in found
+    else:
+        assert next(g for g in found["MISSING_COMMAND"].groups() if g) == command

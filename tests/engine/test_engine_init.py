@@ -5,7 +5,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from helpers_engine import Research, make_repo, run_cli
+from helpers_engine import Research, make_repo, repo, run_cli  # noqa: F401 (fixtures)
 
 
 def test_header_session_and_ignores(tmp_path):
@@ -127,3 +127,16 @@ def test_project_home_holds_the_template():
 def _sha256(path):
     import hashlib
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def test_a_log_moved_aside_never_reuses_an_old_run_number(repo):
+    """mv autoresearch.jsonl old; init; run: run 1's ref and files belong to the old log."""
+    repo.experiment("1.0")
+    old_commit = repo.git("rev-parse", "refs/autoresearch/runs/1")
+    (repo.root / "autoresearch.jsonl").rename(repo.root / "old.jsonl")
+    repo.ok("init", "--metric", "loss", "--command", "bash bench.sh", "--scope", "value.txt", "--fixed", "bench.sh")
+    repo.set("0.9")
+    record = repo.experiment("0.9", "after the move")
+    assert record["run"] == 2 and record["ref"] == "refs/autoresearch/runs/2"
+    assert repo.git("rev-parse", "refs/autoresearch/runs/1") == old_commit
+    assert (repo.root / ".autoresearch/runs/1/output.log").read_text().count("value 1.0") == 1

@@ -45,8 +45,11 @@ def test_baseline_repeat_measures_noise_and_sets_the_threshold(noisy):
     rc, data = repo.json("run", "-q", "--baseline", "--repeat", "3", "-m", "baseline x3")
     assert rc == 0
     records = data["records"]
-    assert [r["status"] for r in records] == ["keep"] * 3
+    # Only the baseline keeps; its repeats are noise samples (discard), HEAD stays on it.
+    assert [r["status"] for r in records] == ["keep", "discard", "discard"]
     assert [r["repeat_of"] for r in records] == [None, 1, 1]
+    assert all("re-measurement of run 1's code (noise sample)" in r["reason"] for r in records[1:])
+    assert len({r["commit"] for r in records}) == 1 and repo.head().startswith(records[0]["commit"])
     status = repo.status()
     # deviations from the median 1.00: 0, 0.02, 0.02 -> MAD 0.02, sigma 0.0297, threshold 2 sigma
     assert status["noise"]["samples"] == 3 and status["noise"]["mad"] == pytest.approx(0.02)
@@ -68,7 +71,8 @@ def test_init_noise_runs_repeats_the_baseline(noisy):
     repo, seq = noisy("--noise-runs", "2")
     seq.feed(1.0, 1.1)
     rc, data = repo.json("run", "-q", "-m", "baseline")
-    assert rc == 0 and len(data["records"]) == 2
+    assert rc == 0 and [r["status"] for r in data["records"]] == ["keep", "discard"]
+    assert data["records"][1]["repeat_of"] == 1
     assert repo.status()["noise"]["mad"] == pytest.approx(0.05)
     assert repo.status()["best"]["metric"] == pytest.approx(1.05)  # the median of its measurements
 
@@ -109,7 +113,11 @@ def test_confirm_policy_keeps_a_confirmed_borderline_win(noisy):
     assert rc == 0
     first, second = data["records"]
     assert second["repeat_of"] == first["run"] and first["commit"] == second["commit"]
-    assert first["status"] == second["status"] == "keep" and first["policy"] == "confirm"
+    # Exactly one keep per accepted change: the re-run is a noise sample of the kept code.
+    assert (first["status"], second["status"]) == ("keep", "discard") and first["policy"] == "confirm"
+    assert "re-measurement of run 2's code" in second["reason"] and repo.head().startswith(first["commit"])
+    assert [r["status"] for r in repo.runs()].count("keep") == 2  # the baseline and this win
+    assert repo.status()["consecutive_non_keeps"] == 0
     assert repo.status()["best"] == {"run": first["run"], "commit": first["commit"],
                                      "metric": pytest.approx(0.91), "description": "borderline"}
 
@@ -161,9 +169,13 @@ def test_remeasuring_the_best_code(noisy):
     seq.feed(1.0, 0.8, 0.82)
     repo.experiment("0.1")
     repo.experiment("0.2")
+    head = repo.head()
     record = repo.json("run", "-q", "--baseline", "-m", "re-measure")[1]["record"]
-    assert record["repeat_of"] == 2 and record["status"] == "keep"
+    assert record["repeat_of"] == 2 and record["status"] == "discard"
+    assert "re-measurement of run 2's code (noise sample)" in record["reason"] and repo.head() == head
     status = repo.status()
+    assert status["counts"]["discard"] == 1 and status["remeasurements"] == 1
+    assert status["consecutive_non_keeps"] == 0  # a noise sample is not a failed idea
     assert status["best"]["run"] == 2 and status["best"]["metric"] == pytest.approx(0.81)
     assert status["noise"]["samples"] == 2
 
@@ -196,3 +208,21 @@ def test_engine_killed_during_a_confirmation_rerun(noisy):
     assert first["metric"] == 0.9 and first["status"] == "discard" and "interrupted" in first["reason"]
     assert second["status"] == "crash" and second["repeat_of"] == first["run"]
     assert repo.head() == best
+
+
+def test_forced_rerun_of_unchanged_code_is_a_noise_sample_never_a_keep(noisy):
+    """A tie with itself used to be kept (`KEEP (+0 vs best)`); ties never keep (DESIGN 4.4)."""
+    repo, seq = noisy()
+    seq.feed(1.0, 1.0, 0.7)
+    repo.experiment("0.1")
+    head = repo.head()
+    rc, data = repo.json("run", "-q", "--force", "-m", "same")
+    record = data["record"]
+    assert rc == 0 and record["status"] == "discard" and record["repeat_of"] == 1
+    assert "re-measurement of run 1's code (noise sample)" in record["reason"]
+    assert repo.head() == head and repo.status()["best"]["run"] == 1
+    tsv = repo.ok("export", "--tsv", "-").stdout.splitlines()
+    assert tsv[2].split("\t")[3] == "discard" and tsv[2].endswith("(re-measurement of run 1)")
+    assert "1 of the discards re-measured kept code" in repo.ok("status").stdout
+    # The noise sample feeds the next decision: noise 0 here, so a real gain keeps.
+    assert repo.experiment("0.2")["status"] == "keep"

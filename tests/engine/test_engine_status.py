@@ -112,3 +112,24 @@ def test_export_keeps_rows_intact(repo, tmp_path, description):
     repo.experiment("1.0", description)
     text = repo.ok("export", "--tsv", "-").stdout
     assert len(text.splitlines()) == 2 and text.splitlines()[1].count("\t") == 4
+
+
+def test_export_to_stdout_with_json_puts_the_tsv_in_the_object(repo):
+    _history(repo)
+    plain = repo.ok("export", "--tsv", "-").stdout
+    rc, data = repo.json("export", "--tsv", "-")
+    assert rc == 0 and data["tsv"] == plain and data["rows"] == 5 and data["path"] is None
+
+
+def test_a_log_without_a_valid_config_header_is_refused_by_every_command(repo):
+    """A torn only header: status/brief said "None None is better" and exited 0."""
+    log = repo.root / "autoresearch.jsonl"
+    log.write_bytes(log.read_bytes()[:40])  # the header, torn
+    messages = []
+    for args in (["status"], ["brief"], ["run", "-q", "-m", "x"], ["stop"]):
+        rc, data = repo.json(*args)
+        assert rc == 3 and "no valid config header" in data["message"], data
+        messages.append(data["message"])
+    assert len(set(messages)) == 1 and "autoresearch init" in messages[0]
+    repo.ok("init", "--metric", "loss", "--command", "bash bench.sh", "--scope", "value.txt", "--fixed", "bench.sh")
+    assert repo.experiment("1.0")["status"] == "keep"

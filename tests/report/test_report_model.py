@@ -93,20 +93,21 @@ def test_higher_is_better_and_a_new_segment_restarts_the_baseline(tmp_path):
     assert lo < 50.0 and hi > 60.0
 
 
-def test_lenient_records_and_hostile_values(tmp_path):
+def test_invalid_records_are_skipped_and_hostile_values_made_safe(tmp_path):
+    # The log reader (autoresearch.log.read) skips records that are not valid runs, with a
+    # warning, so the report counts exactly what status, brief and export count.
     write_log(tmp_path, [
         config(),
-        {"run": 1},                                               # nothing but the number
-        {"run": "two", "status": "keep"},                         # unusable number: skipped with a warning
-        {"run": 3, "status": "keep", "metric": "NaN-ish", "asi": {"x": float("nan")}, "description": ["a", 1]},
+        {"run": 1},                                               # no status: skipped
+        {"run": "two", "status": "keep"},                         # unusable number: skipped
+        {"run": 3, "status": "keep", "metric": "NaN-ish"},        # metric not a number: skipped
+        {"run": 5, "status": "keep", "metric": 1.0, "asi": {"x": [1, None]}, "description": ["a", 1]},
     ], extra_lines=['{"run": 4, "metric": NaN, "status": "keep"}'])
     warnings = []
     m = report.build_model(tmp_path, Path("autoresearch.jsonl"), warn=warnings.append)
-    assert [r["run"] for r in m["runs"]] == [1, 3, 4]
-    assert m["runs"][0]["status"] == "unknown" and m["runs"][0]["metric"] is None
-    assert m["runs"][1]["asi"] == {"x": None} and m["runs"][1]["description"] == '["a", 1]'
-    assert m["runs"][2]["metric"] is None                       # NaN is no metric
-    assert any("run number" in w for w in warnings)
+    assert [r["run"] for r in m["runs"]] == [5]
+    assert m["runs"][0]["description"] == '["a", 1]'
+    assert sum("skipped" in w for w in warnings) == 4 and any("not a whole number" in w for w in warnings)
     json.dumps(m, allow_nan=False)                             # embeddable as strict JSON
 
 
