@@ -13,6 +13,7 @@ page's own script (by hash) is the second wall.
 Standard library only at module level; matplotlib is imported for `--png` alone.
 """
 
+import argparse
 import base64
 import hashlib
 import json
@@ -56,10 +57,15 @@ def add_parsers(sub):
         "report", help="write the morning report: one self-contained HTML file",
         description="Write the experiment report (progress chart, runs table, diffs, curves, "
                     "diagnoses) as one HTML file that opens offline.",
-        epilog="Example: autoresearch report -o night.html --png progress.png",
+        epilog="examples:\n"
+               "  autoresearch report                                # .autoresearch/report.html\n"
+               "  autoresearch report -o night.html --png progress.png\n"
+               "  autoresearch report -o - > night.html              # the page on stdout\n"
+               "  autoresearch report --json                         # the summary for a program",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("-o", "--output", metavar="FILE",
-                   help=f"HTML file to write (default {DEFAULT_OUTPUT} next to the log)")
+                   help=f"HTML file to write, - for stdout (default {DEFAULT_OUTPUT} next to the log)")
     p.add_argument("--png", metavar="FILE", help="also write the progress chart as a PNG (needs matplotlib)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object: the files written, the summary and the segments")
@@ -81,7 +87,10 @@ def check_price(price):
 def cmd_report(args):
     root = repo_root(args.log)
     check_price(args.kwh_price)
-    out = Path(args.output) if args.output else root / DEFAULT_OUTPUT
+    to_stdout = args.output == "-"
+    if to_stdout and args.json:
+        raise cli.UsageError("-o - writes the page to stdout, which --json needs for its object; use -o FILE")
+    out = Path(args.output) if args.output and not to_stdout else root / DEFAULT_OUTPUT
     png = Path(args.png) if args.png else None
     for path, flag in ((out, "-o"), (png, "--png")):   # check every target before writing any
         if path is not None and path.is_dir():
@@ -94,14 +103,19 @@ def cmd_report(args):
     details = all_details(root, model, REPORT_POINTS)
     add_energy_totals(model, details.values())
     page = render_html(model, details).encode("utf-8")
-    out.parent.mkdir(parents=True, exist_ok=True)   # only ever .autoresearch/ (checked above)
-    write_atomic(out, page)
+    if to_stdout:
+        sys.stdout.buffer.write(page)
+        sys.stdout.flush()
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)   # only ever .autoresearch/ (checked above)
+        write_atomic(out, page)
     if plt is not None:
         write_atomic(png, progress_png(model, plt))
     took = time.perf_counter() - started
     runs = len(model["runs"])
-    print(f"autoresearch: wrote {out} ({runs} runs, {len(page) // 1024} KiB, {took:.2f} s); "
-          f"open {out.resolve().as_uri()}", file=sys.stderr)
+    where = "the page to stdout" if to_stdout else str(out)
+    print(f"autoresearch: wrote {where} ({runs} runs, {len(page) // 1024} KiB, {took:.2f} s)"
+          + ("" if to_stdout else f"; open {out.resolve().as_uri()}"), file=sys.stderr)
     if png:
         print(f"autoresearch: wrote {png}", file=sys.stderr)
     if args.json:
@@ -153,12 +167,12 @@ def build_model(root, log_path, kwh_price=DEFAULT_KWH_PRICE, warn=_warn):
     for index, (config, seg_runs) in enumerate(arlog.segments(records)):
         direction = _direction(config)
         segments.append(_segment_info(index, config, direction))
-        best = None
+        best, incumbent = None, set()
         for record in seg_runs:
             run = normalise_run(record, index, collect)
             if run is None:
                 continue
-            best = _annotate(run, best, direction)
+            best = _annotate(run, best, incumbent)
             runs.append(run)
     for seg in segments:
         _segment_summary(seg, [r for r in runs if r["segment"] == seg["index"]])
@@ -233,12 +247,13 @@ def kept_value(run):
     return run["value"] if run["value"] is not None else run["metric"]
 
 
-def _annotate(run, best, direction):
+def _annotate(run, best, incumbent):
     """Add the best at the time, the change against it and the running best.
 
-    A kept run becomes the incumbent, so the running best is the last keep's value. With
-    the engine's re-measurements that value can move back up: the chart shows the honest
-    incumbent, not the luckiest draw.
+    A kept run becomes the incumbent, so the running best is the last keep's value. The
+    engine's re-measurements of the incumbent's code (discards with `repeat_of` pointing into
+    `incumbent`, the run numbers holding that code) carry the code's new median, so the
+    running best can move back up: the chart shows the honest incumbent, not the luckiest draw.
     """
     metric = run["metric"]
     best_then = run["best_before"] if run["best_before"] is not None else best
@@ -249,6 +264,12 @@ def _annotate(run, best, direction):
         run["delta_pct"] = None
     if run["status"] == "keep" and kept_value(run) is not None:
         best = kept_value(run)
+        incumbent.clear()
+        incumbent.add(run["run"])
+    elif run.get("repeat_of") in incumbent:
+        incumbent.add(run["run"])
+        if run["value"] is not None:
+            best = run["value"]
     run["running_best"] = best
     return best
 
@@ -258,7 +279,7 @@ def _segment_summary(seg, runs):
     seg["runs"] = len(runs)
     seg["baseline"] = kept_value(kept[0]) if kept else None
     seg["baselineRun"] = kept[0]["run"] if kept else None
-    seg["best"] = kept_value(kept[-1]) if kept else None
+    seg["best"] = runs[-1]["running_best"] if kept else None
     seg["bestRun"] = kept[-1]["run"] if kept else None
     seg["kept"] = len(kept)
     if seg["baseline"] not in (None, 0) and seg["best"] is not None:

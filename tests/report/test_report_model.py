@@ -269,3 +269,28 @@ def test_a_huge_diff_is_cut_and_says_where_the_rest_is(tmp_path):
     d = report.all_details(tmp_path, model_of(tmp_path), 100)["1"]
     assert len(d["diff"]) == report.DIFF_MAX_CHARS
     assert d["diffTruncated"] == "git show refs/autoresearch/runs/1"
+
+
+def test_re_measurements_of_the_best_code_move_the_running_best_like_status_does(tmp_path):
+    # --noise-runs 2: the baseline measured 1.0 then 1.1; the engine's value of that code is 1.05.
+    # A later forced re-run of an older, non-incumbent code must not move the best.
+    write_log(tmp_path, [
+        config(),
+        run(1, "keep", 1.0, value=1.0),
+        run(2, "discard", 1.1, value=1.05, repeat_of=1),
+        run(3, "discard", 1.2, value=1.2),
+        run(4, "discard", 1.3, value=1.25, repeat_of=3),
+    ])
+    m = model_of(tmp_path)
+    assert [r["running_best"] for r in m["runs"]] == [1.0, 1.05, 1.05, 1.05]
+    assert m["segments"][0]["best"] == 1.05
+
+
+def test_report_dash_output_writes_the_page_to_stdout_and_no_file(tmp_path):
+    write_log(tmp_path, [config(), run(1, "keep", 1.0)])
+    proc = run_cli(["report", "-o", "-"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("<!doctype html>") and proc.stdout.rstrip().endswith("</html>")
+    assert not (tmp_path / "-").exists() and not (tmp_path / ".autoresearch" / "report.html").exists()
+    both = run_cli(["report", "-o", "-", "--json"], cwd=tmp_path)
+    assert both.returncode == 2 and json.loads(both.stdout)["error"] == "usage"
