@@ -438,6 +438,13 @@ class _Diagnosis:
             self.val_bpb is not None and self.val_bpb < LEAK_BPB)
 
     def _too_good(self, forced=False):
+        if not forced and patterns.causality_probe_passed(self.log):
+            return "LOSS_TOO_GOOD", ["IMPLAUSIBLE_GAIN"], {}, (
+                "The gain over the best run exceeds the implausibility threshold, but the "
+                "harness's causality probe passed: the model does not see future tokens. Check "
+                "that nothing else changed what is measured, then measure the same code again "
+                "(`autoresearch run --force`) before trusting it. On synthetic smoke data large "
+                "gains are normal; raise the limit with `init --implausible-gain`.")
         if forced or self._leaky():
             return "LOSS_TOO_GOOD", ["CAUSAL_LEAK"], {}, (
                 "The loss fell far below what next-token prediction on this data allows: the model "

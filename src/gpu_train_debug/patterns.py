@@ -235,3 +235,11 @@ def printed_shapes(text, device_batch=None):
     if match and device_batch and int(match.group(1)) % device_batch == 0:
         return {"MAX_SEQ_LEN": int(match.group(1)) // device_batch}
     return {}
+
+
+PROBE_PASSED = re.compile(r"^Causality probe: passed\b", re.M)
+
+
+def causality_probe_passed(log):
+    """True when the template's evaluate_bpb ran its causality probe and the model passed it."""
+    return bool(PROBE_PASSED.search(log))

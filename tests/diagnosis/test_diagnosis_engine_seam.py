@@ -202,3 +202,21 @@ def test_profile_overrides_from_the_prepared_manifest(tmp_path, monkeypatch):
     assert result["fix"] == {"DEVICE_BATCH_SIZE": 4}
     (cache / "prepared" / "manifest.json").write_text("not json")
     assert diagnosis.read_config(str(repo))["MAX_SEQ_LEN"] == 2048
+
+
+def test_implausible_gain_with_a_very_low_bpb_is_not_called_a_leak_when_the_probe_passed(tmp_path):
+    # A smoke run on synthetic data can reach 0.2 bpb honestly; the harness's causality probe
+    # said so in the log, so the diagnosis must not claim the model sees the future.
+    log = ("step 00040 (100.0%) | loss: 0.410000 | lrm: 0.10\n"
+           "Causality probe: passed (future tokens moved earlier losses by 0 nats)\n"
+           "---\nval_bpb:          0.198710\n")
+    repo, run_dir = _repo(tmp_path, "timeout_hang.log", summary={"val_bpb": 0.19871})
+    (run_dir / "output.log").write_text(log)
+    reason = "implausible: gain 60% over best exceeds the 30% limit"
+    passed = diagnosis.for_run(str(repo), str(run_dir), "implausible", {"val_bpb": 0.19871}, 0.4946, "lower", reason)
+    assert (passed["family"], passed["codes"]) == ("LOSS_TOO_GOOD", ["IMPLAUSIBLE_GAIN"])
+    assert "probe passed" in passed["explanation"]
+    # Without the probe's word the same numbers still point at a leak.
+    (run_dir / "output.log").write_text(log.replace("Causality probe: passed (future tokens moved earlier losses by 0 nats)\n", ""))
+    unproven = diagnosis.for_run(str(repo), str(run_dir), "implausible", {"val_bpb": 0.19871}, 0.4946, "lower", reason)
+    assert unproven["codes"] == ["CAUSAL_LEAK"]
