@@ -160,6 +160,17 @@ def _parquet_texts(path):
         yield from pf.read_row_group(rg, columns=["text"]).column("text").to_pylist()
 
 
+class Docs:
+    """A corpus that can be iterated more than once (tokenizer training, then tokenization) without
+    holding it in memory."""
+
+    def __init__(self, make_iter):
+        self.make_iter = make_iter
+
+    def __iter__(self):
+        return iter(self.make_iter())
+
+
 def climbmix_source(num_shards, workers=8):
     from concurrent.futures import ThreadPoolExecutor
     n = CLIMBMIX_MAX_SHARD if num_shards == -1 else min(num_shards, CLIMBMIX_MAX_SHARD)
@@ -171,21 +182,43 @@ def climbmix_source(num_shards, workers=8):
     val_path = _hub_download(CLIMBMIX_REPO, val_name, local)
     with ThreadPoolExecutor(max(1, workers)) as pool:
         train_paths = list(pool.map(lambda f: _hub_download(CLIMBMIX_REPO, f, local), names))
-    train = (t for p in train_paths for t in _parquet_texts(p))
-    return train, _parquet_texts(val_path), {"shards": num_shards}
+    train = Docs(lambda: (t for p in train_paths for t in _parquet_texts(p)))
+    return train, Docs(lambda: _parquet_texts(val_path)), {"shards": num_shards}
 
 
 def tinystories_source():
     local = CACHE_DIR / "tinystories"
     paths = {split: _hub_download(TINYSTORIES_REPO, f, local) for split, f in TINYSTORIES_FILES.items()}
-    return _split_eot(paths["train"]), _split_eot(paths["val"]), {}
+    return Docs(lambda: _txt_docs(paths["train"])), Docs(lambda: _txt_docs(paths["val"])), {}
 
 
-def _split_eot(path):
-    """Documents of a text file separated by <|endoftext|>, else by blank lines."""
-    text = Path(path).read_text(encoding="utf-8", errors="replace")
-    parts = text.split("<|endoftext|>") if "<|endoftext|>" in text else re.split(r"\n\s*\n", text)
-    return [p.strip() for p in parts if p.strip()]
+def _txt_docs(path):
+    """Documents of a text file, streamed: separated by <|endoftext|> if the file uses it, else by
+    blank lines."""
+    eot = "<|endoftext|>"
+    with open(path, encoding="utf-8", errors="replace") as f:
+        by_eot = eot in f.read(1 << 20)
+        f.seek(0)
+        parts = []
+        for line in f:
+            if by_eot:
+                while eot in line:
+                    head, line = line.split(eot, 1)
+                    doc = ("".join(parts) + head).strip()
+                    parts = []
+                    if doc:
+                        yield doc
+                parts.append(line)
+            elif line.strip():
+                parts.append(line)
+            else:
+                doc = "".join(parts).strip()
+                parts = []
+                if doc:
+                    yield doc
+        doc = "".join(parts).strip()
+        if doc:
+            yield doc
 
 
 def _file_docs(path):
@@ -202,7 +235,7 @@ def _file_docs(path):
             except (ValueError, KeyError, TypeError):
                 raise PrepareError(f"{path}:{i}: each JSONL line needs a \"text\" field")
         return docs
-    return _split_eot(path)
+    return list(_txt_docs(path))
 
 
 def local_source(path):
@@ -703,12 +736,7 @@ def prepare(source, profile, num_shards, workers, force=False):
         train_docs, val_docs, extra = synthetic_source()
     else:
         train_docs, val_docs, extra = local_source(source)
-    train_docs = list(train_docs)
-    val_docs = list(val_docs)
-    if not train_docs or not val_docs:
-        raise PrepareError(f"--source {source}: need training and validation documents, got "
-                           f"{len(train_docs)} and {len(val_docs)}")
-    print(f"Data: {len(train_docs):,} training and {len(val_docs):,} validation documents ({time.time() - t0:.1f}s)")
+    print(f"Data: ready ({time.time() - t0:.1f}s)")
 
     # Build everything in a scratch folder and swap it in at the end: a failure leaves the old data.
     CACHE_DIR.mkdir(parents=True, exist_ok=True)
@@ -727,7 +755,11 @@ def prepare(source, profile, num_shards, workers, force=False):
         print(f"Tokenizer: vocab {enc.n_vocab} trained in {time.time() - t1:.1f}s")
         t2 = time.time()
         splits = {s: tokenize_split(tok, d, scratch, s) for s, d in (("train", train_docs), ("val", val_docs))}
-        print(f"Tokens: train {splits['train']['tokens']:,}, val {splits['val']['tokens']:,} ({time.time() - t2:.1f}s)")
+        if not splits["train"]["docs"] or not splits["val"]["docs"]:
+            raise PrepareError(f"--source {source}: need training and validation documents, got "
+                               f"{splits['train']['docs']} and {splits['val']['docs']}")
+        print(f"Tokens: train {splits['train']['tokens']:,} in {splits['train']['docs']:,} documents, "
+              f"val {splits['val']['tokens']:,} in {splits['val']['docs']:,} ({time.time() - t2:.1f}s)")
         digest = hashlib.sha256()
         for s in ("train", "val"):
             with open(scratch / f"{s}.bin", "rb") as f:
