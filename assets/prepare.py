@@ -693,6 +693,11 @@ def accelerator():
     return "cpu", "cpu", None
 
 
+def sliding_windows_are_cheap():
+    """Only FA3 and FlexAttention skip the masked-out keys; both need an Ampere or newer NVIDIA GPU."""
+    return torch.cuda.is_available() and torch.cuda.get_device_capability(0) >= (8, 0)
+
+
 _BASELINE_BLOCK = re.compile(r"(# >>> baseline.*?\n)(.*?)(# <<< baseline)", re.S)
 
 
@@ -706,8 +711,10 @@ def fit_baseline(train_py, tier):
         raise PrepareError(f"{path}: no '# >>> baseline' ... '# <<< baseline' block to rewrite")
     label = f"{name} GiB" if isinstance(name, int) else name
     body = (f"# tier: {label} (written by prepare.py --fit-baseline; edit freely afterwards)\n"
-            f"DEPTH = {depth}\nDEVICE_BATCH_SIZE = {dbs}\nTOTAL_BATCH_SIZE = {tbs}\n"
-            f"WINDOW_PATTERN = \"{pattern}\"\nHEAD_DIM = {head_dim}\n")
+            f"DEPTH = {depth}\nDEVICE_BATCH_SIZE = {dbs}\n"
+            f"TOTAL_BATCH_SIZE = {tbs}   # 2**{tbs.bit_length() - 1} tokens per optimizer step\n"
+            f"WINDOW_PATTERN = \"{pattern}\"     # per layer: S = half-context sliding window, L = full; "
+            f"last layer always L\nHEAD_DIM = {head_dim}\n")
     new = text[:m.start(2)] + body + text[m.end(2):]
     tmp = path.with_suffix(".py.tmp")
     tmp.write_text(new)
@@ -785,6 +792,7 @@ def main(argv=None):
                         help="climbmix (default), tinystories, synthetic, or a path to .txt/.jsonl/.parquet")
     parser.add_argument("--profile", choices=sorted(PROFILES), default=None,
                         help="constant overrides; 'smoke' = CPU demo/tests (default: keep the prepared one, else default)")
+    parser.add_argument("--smoke", dest="profile", action="store_const", const="smoke", help=argparse.SUPPRESS)
     parser.add_argument("--num-shards", type=int, default=10, help="climbmix training shards (-1 = all)")
     parser.add_argument("--download-workers", type=int, default=8)
     parser.add_argument("--fit-baseline", nargs="?", const="auto", default=None, metavar="TIER",
@@ -804,6 +812,8 @@ def main(argv=None):
             if choice == "auto":
                 kind, name, mem = accelerator()
                 tier = pick_tier(mem, profile)
+                if kind != "cpu" and not sliding_windows_are_cheap():
+                    tier = tier[:4] + ("L",) + tier[5:]   # a dense window mask saves nothing
                 print(f"Device: {kind} {name}" + (f", {mem:.1f} GiB" if mem else ""))
             else:
                 matches = [t for t in BASELINE_TIERS if str(t[0]) == choice]

@@ -33,7 +33,7 @@ from prepare import MAX_SEQ_LEN, TIME_BUDGET, Tokenizer, evaluate_bpb, make_data
 
 ASPECT_RATIO = 64           # model_dim = DEPTH * ASPECT_RATIO, rounded up to a multiple of HEAD_DIM
 # >>> baseline (prepare.py --fit-baseline rewrites this block for the machine)
-# tier: 80 GiB (karpathy/autoresearch's H100 settings)
+# tier: 80 GiB (written by prepare.py --fit-baseline; edit freely afterwards)
 DEPTH = 8
 DEVICE_BATCH_SIZE = 128
 TOTAL_BATCH_SIZE = 524288   # 2**19 tokens per optimizer step
