@@ -7,15 +7,16 @@ GPUs, SDPA everywhere else), Apple MPS and CPU. The constants below are the knob
 """
 
 import os
+import sys
 
 os.environ.setdefault("PYTORCH_ALLOC_CONF", "expandable_segments:True")
+sys.dont_write_bytecode = True   # no __pycache__ for prepare.py in the research repo
 
 import contextlib
 import gc
 import json
 import math
 import resource
-import sys
 import time
 from dataclasses import asdict, dataclass
 

@@ -4,6 +4,7 @@
 # val_bpb, MFU, tokens/s, peak memory, attention backend, dtype.
 #
 #   bash benchmarks/gpu_baseline.sh [SOURCE]      # SOURCE: climbmix | tinystories | synthetic | PATH
+#   PROFILE=smoke bash benchmarks/gpu_baseline.sh # the CPU smoke profile (checks this script in ~1 min)
 #
 # Default SOURCE is synthetic (works offline): throughput, MFU and memory are real, val_bpb is not
 # comparable with real text (and the small synthetic vocabulary shrinks the lm_head).
@@ -18,7 +19,7 @@ export AUTORESEARCH_RUN_DIR="$work/run" AUTORESEARCH_STEPS_FILE="$work/run/steps
 cd "$work/repo"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 $AUTORESEARCH_PYTHON -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
-$AUTORESEARCH_PYTHON prepare.py --source "${1:-synthetic}" --fit-baseline
+$AUTORESEARCH_PYTHON prepare.py --source "${1:-synthetic}" --profile "${PROFILE:-default}" --fit-baseline
 sed -n '/>>> baseline/,/<<< baseline/p' train.py
 bash autoresearch.sh > "$work/run/output.log" 2>&1 || { tail -n 40 "$work/run/output.log"; exit 1; }
 grep -E '^(Device|Model|Batch):' "$work/run/output.log"
