@@ -16,10 +16,13 @@ import contextlib
 import gc
 import json
 import math
-import resource
 import time
 from dataclasses import asdict, dataclass
 
+try:
+    import resource   # peak RSS on CPU; not on Windows
+except ImportError:
+    resource = None
 import torch
 import torch._dynamo
 import torch.nn as nn
@@ -479,7 +482,10 @@ class Telemetry:
         if self.device.type == "mps":
             self.mps_peak = max(self.mps_peak, torch.mps.driver_allocated_memory() / 2**20)
             return self.mps_peak
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024   # Linux: KiB
+        if resource is None:
+            return 0.0
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return rss / 2**20 if sys.platform == "darwin" else rss / 1024   # bytes on macOS, KiB on Linux
 
     def power(self):
         out = {}
