@@ -10,7 +10,7 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from conftest import ROOT, prepare_cmd
+from template_helpers import ROOT, prepare_cmd
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import packing  # noqa: E402  (the reference best-fit scan lives with the benchmark)
