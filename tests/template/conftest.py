@@ -45,12 +45,12 @@ def modules(research_repo):
         prepare = importlib.import_module("prepare")
         train = importlib.import_module("train")
     finally:
+        # Generic module names: keep the objects, not the sys.modules entries other tests could trip over.
+        for name in ("prepare", "train"):
+            sys.modules.pop(name, None)
         sys.path.remove(str(repo))
         if saved_env is None:
             os.environ.pop("AUTORESEARCH_CACHE", None)
         else:
             os.environ["AUTORESEARCH_CACHE"] = saved_env
-    yield prepare, train
-    # Generic module names: do not leave them for other test packages to trip over.
-    for name in ("prepare", "train"):
-        sys.modules.pop(name, None)
+    return prepare, train

@@ -3,19 +3,15 @@
 import json
 import math
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from template_helpers import ROOT, prepare_cmd
+from template_helpers import load_packing_benchmark, prepare_cmd
 
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import packing  # noqa: E402  (the reference best-fit scan lives with the benchmark)
-
-sys.path.remove(str(ROOT / "benchmarks"))
+packing = load_packing_benchmark()
 
 
 def test_tokenizer_round_trips_text_and_counts_bytes(modules):
