@@ -690,6 +690,7 @@ def main():
     print(f"num_params_M:     {summary['num_params_M']:.1f}")
     print(f"depth:            {summary['depth']}")
     print(f"profile:          {prepare.PROFILE}")
+    print(f"overrides:        {','.join(f'{k}={v}' for k, v in prepare.OVERRIDES.items()) or 'none'}")
     print(f"fingerprint:      {prepare.PROFILE}-{prepare.settings_fingerprint()}")
     if run_dir:
         info = {"device": f"{kind} {name}", "dtype": str(dtype).replace("torch.", ""), "attention": model.backend,
