@@ -11,6 +11,7 @@ at module level (heavy optional imports go inside functions).
 
 import argparse
 import importlib
+import json
 import sys
 
 from autoresearch import __version__
@@ -21,6 +22,14 @@ EXIT_REFUSED = 3
 
 # Order is the order shown in --help.
 COMMAND_MODULES = [
+    "autoresearch.initialize",
+    "autoresearch.experiment",
+    "autoresearch.summary",
+    "autoresearch.session",
+    "autoresearch.diagnosis",
+    "autoresearch.report",
+    "autoresearch.serve",
+    "autoresearch.demo",
 ]
 
 
@@ -32,8 +41,19 @@ class UsageError(Exception):
     """Raised for bad arguments that argparse cannot catch: exit 2."""
 
 
+class Failed(Exception):
+    """Raised when a command could not finish (e.g. git failed): exit 1, with the reason."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises UsageError instead of exiting, so `--json` can report it."""
+
+    def error(self, message):
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
+
+
 def build_parser():
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="autoresearch",
         description="Run, decide and record experiments: the engine behind the autoresearch plugin.",
         epilog="Run `autoresearch COMMAND --help` for the options and examples of each command.",
@@ -47,19 +67,31 @@ def build_parser():
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    as_json = "--json" in argv
     parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help(sys.stderr)
-        return EXIT_USAGE
     try:
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help(sys.stderr)
+            return _fail(as_json, EXIT_USAGE, "usage", "no command given (see `autoresearch --help`)")
         return args.func(args)
     except Refused as exc:
         print(f"autoresearch: refused: {exc}", file=sys.stderr)
-        return EXIT_REFUSED
+        return _fail(as_json, EXIT_REFUSED, "refused", str(exc))
     except UsageError as exc:
         print(f"autoresearch: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return _fail(as_json, EXIT_USAGE, "usage", str(exc))
+    except Failed as exc:
+        print(f"autoresearch: failed: {exc}", file=sys.stderr)
+        return _fail(as_json, 1, "failed", str(exc))
     except KeyboardInterrupt:
         print("autoresearch: interrupted", file=sys.stderr)
-        return 130
+        return _fail(as_json, 130, "interrupted", "interrupted")
+
+
+def _fail(as_json, code, kind, message):
+    """Under --json even a failure prints exactly one JSON object on stdout."""
+    if as_json:
+        print(json.dumps({"ok": False, "error": kind, "message": message, "exit_code": code}))
+    return code

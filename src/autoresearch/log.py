@@ -17,7 +17,8 @@ def append(path, record):
     """Append one record (a dict) as a JSON line, durably."""
     line = json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
     data = line.encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    # O_RDWR, not O_WRONLY: the torn-line check reads the last byte with pread.
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         if _ends_without_newline(fd):
             data = b"\n" + data

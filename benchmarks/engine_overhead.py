@@ -1,0 +1,151 @@
+"""The engine's own time per experiment: everything `autoresearch run` does except the benchmark.
+
+Sets up a research repo whose log already holds 500 runs, then times N real experiments
+(`python -m autoresearch run`, alternating keeps and discards so both the commit and the reset
+paths are measured). Overhead = wall time of the CLI call − the benchmark's own duration
+(`duration_s` in the record). In the same run it measures two references: the bare start-up of
+the same Python (`python -c pass`), and the minimum git bookkeeping a human or agent does by hand
+per experiment (`git commit` of the change plus `git reset --hard` back), so the result reads as a
+ratio that does not depend on how fast the machine is.
+
+    python benchmarks/engine_overhead.py [--runs 15] [--log-runs 500] [--json]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src"
+sys.path.insert(0, str(SRC))
+
+from autoresearch import log  # noqa: E402
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=15, help="experiments to time")
+    parser.add_argument("--log-runs", type=int, default=500, help="runs already in the log")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = Path(tmp) / "research"
+        setup(repo, args.log_runs)
+        overhead = time_experiments(repo, args.runs)
+        startup = time_reference([sys.executable, "-c", "pass"], repo, args.runs)
+        manual = time_manual_git(Path(tmp) / "manual", args.runs)
+    result = {
+        "log_runs": args.log_runs,
+        "experiments": args.runs,
+        "engine_overhead_median_s": round(statistics.median(overhead), 4),
+        "engine_overhead_p90_s": round(sorted(overhead)[int(0.9 * (len(overhead) - 1))], 4),
+        "python_startup_median_s": round(statistics.median(startup), 4),
+        "manual_git_median_s": round(statistics.median(manual), 4),
+    }
+    result["overhead_vs_python_startup"] = round(result["engine_overhead_median_s"]
+                                                 / result["python_startup_median_s"], 1)
+    result["overhead_vs_manual_git"] = round(result["engine_overhead_median_s"]
+                                             / result["manual_git_median_s"], 1)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(f"engine overhead per experiment, {args.log_runs}-run log, {args.runs} experiments:")
+        print(f"  median {result['engine_overhead_median_s'] * 1000:.0f} ms "
+              f"(p90 {result['engine_overhead_p90_s'] * 1000:.0f} ms)")
+        print(f"  = {result['overhead_vs_python_startup']}x a bare python start-up "
+              f"({result['python_startup_median_s'] * 1000:.0f} ms)")
+        print(f"  = {result['overhead_vs_manual_git']}x a hand-made git commit + reset "
+              f"({result['manual_git_median_s'] * 1000:.0f} ms)")
+
+
+def git(repo, *args):
+    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+
+
+def setup(repo, log_runs):
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q")
+    git(repo, "config", "user.name", "bench")
+    git(repo, "config", "user.email", "bench@localhost")
+    (repo / "bench.sh").write_text('echo "METRIC loss=$(cat value.txt)"\n')
+    (repo / "value.txt").write_text("100.0\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "start")
+    cli(repo, "init", "--metric", "loss", "--command", "bash bench.sh", "--scope", "value.txt",
+        "--fixed", "bench.sh")
+    head = subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], cwd=repo, capture_output=True,
+                          text=True, check=True).stdout.strip()
+    # A realistic history: the fields a real run writes, every run on the (only) commit there is.
+    for n in range(1, log_runs + 1):
+        log.append(str(repo / "autoresearch.jsonl"), {
+            "run": n, "commit": head, "metric": 100.0 + (n % 7), "metrics": {"loss": 100.0 + (n % 7)},
+            "status": "keep" if n == 1 else ("discard" if n % 5 else "crash"),
+            "description": f"historic experiment {n} with a description of typical length",
+            "timestamp": int(time.time() * 1000), "segment": 0, "confidence": 1.5, "asi": {},
+            "duration_s": 300.0, "reason": "worse than the best", "best_before": 100.0, "threshold": 0.0,
+            "diagnosis": None, "run_dir": f".autoresearch/runs/{n}", "ref": f"refs/autoresearch/runs/{n}",
+            "scope_hash": f"{n:016x}", "scope_lines": 1, "repeat_of": None})
+
+
+def cli(repo, *args):
+    env = dict(os.environ, PYTHONPATH=str(SRC))
+    # Measure the engine as users run it: with Python's bytecode cache (some sandboxes turn it off).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    proc = subprocess.run([sys.executable, "-m", "autoresearch", *args], cwd=repo, env=env,
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"autoresearch {' '.join(args)} failed: {proc.stderr}")
+    return proc
+
+
+def time_experiments(repo, runs):
+    overhead = []
+    for i in range(runs):
+        # Even experiments improve (kept: a commit), odd ones regress (discarded: a reset).
+        value = 99.5 - i if i % 2 == 0 else 1000.0 + i
+        (repo / "value.txt").write_text(f"{value}\n")
+        start = time.perf_counter()
+        proc = cli(repo, "run", "-q", "-m", f"experiment {i}", "--json")
+        wall = time.perf_counter() - start
+        record = json.loads(proc.stdout)["record"]
+        assert record["status"] == ("keep" if i % 2 == 0 else "discard"), record
+        overhead.append(wall - record["duration_s"])
+    return overhead
+
+
+def time_reference(command, cwd, runs):
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(command, cwd=cwd, check=True)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def time_manual_git(repo, runs):
+    """What an agent does by hand per experiment: commit the change, reset on a discard."""
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q")
+    git(repo, "config", "user.name", "bench")
+    git(repo, "config", "user.email", "bench@localhost")
+    (repo / "value.txt").write_text("0\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "start")
+    times = []
+    for i in range(runs):
+        (repo / "value.txt").write_text(f"{i + 1}\n")
+        start = time.perf_counter()
+        git(repo, "commit", "-q", "-am", f"try {i}")
+        git(repo, "reset", "-q", "--hard", "HEAD~1")
+        times.append(time.perf_counter() - start)
+    return times
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,220 @@
+"""The decision rule (DESIGN 4.4), in code: keep or discard, never the agent's call.
+
+Terms (all within one segment of the log):
+- a *measurement* is a run record with a finite metric and status keep or discard;
+- runs with the same scope content (same `scope_hash`) measure the same *code*; the *value* of
+  a piece of code is the median of its measurements;
+- the *incumbent* is the code of the last kept run (what HEAD holds); the best value is its value;
+- *noise* is the spread of repeated measurements of the same code: the pooled median absolute
+  deviation (MAD) from each code's median; sigma = 1.4826 * MAD (the normal-consistent scale);
+- the *threshold* is max(min_delta, z * sigma), or min_delta while no code was measured twice.
+
+The rule: the first measurement of a segment is the baseline and is kept. After that a run is
+kept only when its gain over the best value is strictly greater than the threshold (a tie is
+never kept), and never when the gain is implausible (larger than `implausible_gain` times the
+best value). Opt-in policies: `confirm` re-runs a borderline win before deciding; `simplicity`
+keeps a change within noise that makes the scope smaller. references/decision-rule.md has the why.
+"""
+
+from dataclasses import dataclass, field
+
+MAD_TO_SIGMA = 1.4826
+DEFAULT_Z = 2.0
+DEFAULT_CONFIRM_WITHIN = 2.0
+ML_IMPLAUSIBLE_GAIN = 0.3
+MEASURED = ("keep", "discard")
+
+
+@dataclass
+class Rules:
+    direction: str = "lower"
+    min_delta: float = 0.0
+    z: float = DEFAULT_Z
+    implausible_gain: object = None  # fraction, or None (off)
+    confirm: bool = False
+    confirm_within: float = DEFAULT_CONFIRM_WITHIN
+    simplicity: bool = False
+
+    @classmethod
+    def from_config(cls, config):
+        config = config or {}
+        policies = config.get("policies") or {}
+        rule = config.get("rule") or {}
+        return cls(
+            direction=config.get("bestDirection", "lower"),
+            min_delta=float(rule.get("min_delta", 0.0) or 0.0),
+            z=float(rule.get("z", DEFAULT_Z)),
+            implausible_gain=rule.get("implausible_gain"),
+            confirm=bool(policies.get("confirm")),
+            confirm_within=float((policies.get("confirm") or {}).get("within", DEFAULT_CONFIRM_WITHIN))
+            if isinstance(policies.get("confirm"), dict) else DEFAULT_CONFIRM_WITHIN,
+            simplicity=bool(policies.get("simplicity")),
+        )
+
+
+@dataclass
+class Decision:
+    status: str
+    reason: str
+    value: object = None          # the candidate's value (median of its measurements)
+    best_before: object = None    # the incumbent's value before this run
+    threshold: float = 0.0
+    confidence: object = None
+    gain: object = None
+    policy: object = None         # None, "confirm", "simplicity"
+    implausible: bool = False
+    needs_confirmation: bool = False
+    extra: dict = field(default_factory=dict)
+
+
+def median(values):
+    """The median (statistics.median without importing it: the engine starts in milliseconds)."""
+    ordered = sorted(values)
+    n = len(ordered)
+    if n == 0:
+        raise ValueError("median of nothing")
+    mid = n // 2
+    return ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def code_key(record):
+    """What identifies a run's code: its scope hash (commit for hand-made logs)."""
+    return record.get("scope_hash") or record.get("commit") or f"run-{record.get('run')}"
+
+
+def is_measurement(record):
+    return record.get("status") in MEASURED and _finite(record.get("metric"))
+
+
+def _finite(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value \
+        and value not in (float("inf"), float("-inf"))
+
+
+def measurements(runs, key):
+    return [r["metric"] for r in runs if is_measurement(r) and code_key(r) == key]
+
+
+def incumbent(runs):
+    """The record that introduced the code HEAD holds: earliest keep of the last kept code."""
+    kept = [r for r in runs if r.get("status") == "keep"]
+    if not kept:
+        return None
+    key = code_key(kept[-1])
+    return next(r for r in kept if code_key(r) == key)
+
+
+def baseline(runs):
+    return next((r for r in runs if r.get("status") == "keep"), None)
+
+
+def value_of(runs, record):
+    values = measurements(runs, code_key(record))
+    if values:
+        return median(values)
+    return record.get("metric")
+
+
+def noise(runs, rules):
+    """Noise from repeated measurements: {threshold, mad, sigma, samples, source}.
+
+    `source` is "repeats" when some code was measured at least twice, else "none" (threshold =
+    min_delta). For the confidence only, without repeats the spread of all measurements of the
+    segment stands in once there are 3 of them ("segment", as pi-autoresearch does); it
+    overstates noise when real changes happened, so it never sets the threshold.
+    """
+    groups = {}
+    for r in runs:
+        if is_measurement(r):
+            groups.setdefault(code_key(r), []).append(r["metric"])
+    deviations = []
+    for values in groups.values():
+        if len(values) >= 2:
+            centre = median(values)
+            deviations.extend(abs(v - centre) for v in values)
+    if deviations:
+        mad = median(deviations)
+        sigma = MAD_TO_SIGMA * mad
+        return {"threshold": max(rules.min_delta, rules.z * sigma), "mad": mad, "sigma": sigma,
+                "samples": len(deviations), "source": "repeats"}
+    everything = [v for values in groups.values() for v in values]
+    result = {"threshold": rules.min_delta, "mad": None, "sigma": None, "samples": 0, "source": "none"}
+    if len(everything) >= 3:
+        centre = median(everything)
+        mad = median(abs(v - centre) for v in everything)
+        result.update(mad=mad, sigma=MAD_TO_SIGMA * mad, source="segment")
+    return result
+
+
+def gain(direction, best, value):
+    """Improvement of `value` over `best` (positive = better) in the metric's units."""
+    return best - value if direction == "lower" else value - best
+
+
+def confidence(gain_value, sigma):
+    if gain_value is None or not sigma:
+        return None
+    return round(gain_value / sigma, 3)
+
+
+def decide(runs, candidate, rules, scope_lines=None, confirmed=False):
+    """Decide for `candidate` (a record with a finite metric, not yet in `runs`).
+
+    `runs` are the segment's earlier records. Returns a Decision with status keep/discard,
+    or needs_confirmation=True when the confirm policy wants one more measurement first.
+    """
+    # Provisional status: the candidate counts as a measurement of its code while deciding.
+    candidate = dict(candidate, status="discard")
+    best = incumbent(runs)
+    stats = noise(runs + [candidate], rules)
+    threshold = stats["threshold"]
+    if best is None:
+        return Decision("keep", "baseline: first measurement of the segment", value=candidate["metric"],
+                        threshold=threshold)
+    everything = runs + [candidate]
+    value = value_of(everything, candidate)
+    best_value = value_of(runs, best)
+    g = gain(rules.direction, best_value, value)
+    conf = confidence(g, stats["sigma"])
+    common = dict(value=value, best_before=best_value, threshold=threshold, confidence=conf, gain=g)
+    same_code = code_key(candidate) == code_key(best)
+    if same_code:
+        return Decision("keep", f"re-measurement of the best code (run {best['run']}): "
+                        f"value now {_fmt(value)}", **common)
+    if rules.implausible_gain is not None and best_value != 0:
+        relative = g / abs(best_value)
+        if relative > float(rules.implausible_gain):
+            return Decision("discard", f"implausible: gain {relative:.0%} over best exceeds the "
+                            f"{float(rules.implausible_gain):.0%} limit; never kept, check the result",
+                            implausible=True, **common)
+    if g > threshold:
+        if rules.confirm and not confirmed and _borderline(g, threshold, rules):
+            return Decision("discard", "borderline win: confirming with a re-run", needs_confirmation=True,
+                            policy="confirm", **common)
+        why = f"gain {_fmt(g)} > threshold {_fmt(threshold)}"
+        return Decision("keep", ("confirmed by re-run: " if confirmed else "") + why,
+                        policy="confirm" if confirmed else None, **common)
+    best_lines = best.get("scope_lines")
+    if (rules.simplicity and g >= -threshold and scope_lines is not None and best_lines is not None
+            and scope_lines < best_lines):
+        return Decision("keep", f"simplicity: within noise (gain {_fmt(g)}, threshold {_fmt(threshold)}) "
+                        f"and the scope shrinks from {best_lines} to {scope_lines} lines",
+                        policy="simplicity", **common)
+    if g == 0:
+        why = f"tie with the best ({_fmt(value)}); ties are never kept"
+    elif g > 0:
+        why = f"gain {_fmt(g)} within the noise threshold {_fmt(threshold)}"
+    else:
+        why = f"worse than the best by {_fmt(-g)}"
+    if confirmed:
+        why = "not confirmed by re-run: " + why
+    return Decision("discard", why, policy="confirm" if confirmed else None, **common)
+
+
+def _borderline(g, threshold, rules):
+    # Without a threshold every win is borderline: nothing tells luck from a real gain.
+    return threshold <= 0 or g <= rules.confirm_within * threshold
+
+
+def _fmt(x):
+    return "None" if x is None else f"{x:.6g}"

@@ -1,0 +1,145 @@
+"""Git, through the `git` command: the few operations the engine needs, each one call.
+
+Everything runs with a fixed identity fallback and without hooks, so a commit made by the
+engine never depends on the user's git set-up (a pre-commit hook that rewrites files would
+make the measured code differ from the committed code).
+"""
+
+import os
+import subprocess
+import time
+
+from autoresearch import cli
+
+RUNS_REF = "refs/autoresearch/runs"
+LOCK_WAIT_S = 5.0
+FALLBACK_IDENTITY = ["-c", "user.name=autoresearch", "-c", "user.email=autoresearch@localhost"]
+
+
+class GitError(cli.Failed):
+    """A git command failed; the message has git's own words."""
+
+
+def git(repo, *args, check=True, input=None):
+    """Run git in `repo`; return stdout (str, stripped of the final newline)."""
+    env = dict(os.environ)
+    env.setdefault("GIT_TERMINAL_PROMPT", "0")
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while True:
+        proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True,
+                              input=input, env=env)
+        # A git command of an engine that was just killed may still hold the index lock:
+        # wait for it to finish rather than fail (it finishes on its own within milliseconds).
+        if proc.returncode == 0 or ".lock': File exists" not in proc.stderr or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    if check and proc.returncode != 0:
+        raise GitError(f"git {' '.join(args)}: {proc.stderr.strip() or proc.stdout.strip()}")
+    return proc.stdout.rstrip("\n") if proc.returncode == 0 else None
+
+
+def toplevel(path):
+    """The root of the work tree containing `path`, or None outside a git repository."""
+    try:
+        proc = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=path,
+                              capture_output=True, text=True)
+    except FileNotFoundError:
+        return None
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def head(repo):
+    """Full sha of HEAD, or None in a repository without commits."""
+    return git(repo, "rev-parse", "--verify", "-q", "HEAD", check=False)
+
+
+def short(commit):
+    """The 7-character form the log uses (as pi-autoresearch and karpathy's results.tsv)."""
+    return commit[:7]
+
+
+def has_identity(repo):
+    if os.environ.get("GIT_AUTHOR_NAME") and os.environ.get("GIT_AUTHOR_EMAIL"):
+        return True
+    out = git(repo, "config", "--get-regexp", r"^user\.(name|email)$", check=False) or ""
+    keys = {line.split(" ", 1)[0] for line in out.splitlines()}
+    return {"user.name", "user.email"} <= keys
+
+
+def scope_status(repo, pathspecs):
+    """True when the work tree has uncommitted changes (tracked or new files) under pathspecs."""
+    out = git(repo, "status", "--porcelain", "-z", "--untracked-files=all", "--", *pathspecs)
+    return bool(out)
+
+
+def commit_paths(repo, message, paths):
+    """Stage `paths` (additions and deletions) and commit only them; return the new sha."""
+    git(repo, "add", "-A", "--", *paths)
+    identity = [] if has_identity(repo) else FALLBACK_IDENTITY
+    git(repo, *identity, "commit", "--no-verify", "-q", "-m", message, "--only", "--", *paths)
+    return head(repo)
+
+
+def commit_all_staged(repo, message, paths, allow_empty=False):
+    """Stage `paths` and commit the index (used by init, where nothing else is staged)."""
+    if paths:
+        git(repo, "add", "-A", "--", *paths)
+    identity = [] if has_identity(repo) else FALLBACK_IDENTITY
+    extra = ["--allow-empty"] if allow_empty else []
+    git(repo, *identity, "commit", "--no-verify", "-q", "-m", message, *extra)
+    return head(repo)
+
+
+def changed_tracked(repo, base):
+    """Tracked paths whose working-tree content differs from commit `base` (staged or not)."""
+    out = git(repo, "diff", "--name-only", "--no-renames", "-z", base, "--")
+    return [p for p in out.split("\0") if p]
+
+
+def untracked(repo, pathspecs=()):
+    """Untracked, not ignored files (optionally limited to pathspecs)."""
+    out = git(repo, "ls-files", "--others", "--exclude-standard", "-z", "--", *pathspecs)
+    return [p for p in out.split("\0") if p]
+
+
+def listed_files(repo, pathspecs):
+    """Tracked and untracked-not-ignored files under pathspecs, as they are in the work tree."""
+    out = git(repo, "ls-files", "--cached", "--others", "--exclude-standard", "-z", "--", *pathspecs)
+    return sorted({p for p in out.split("\0") if p})
+
+
+def reset_hard(repo, commit):
+    git(repo, "reset", "-q", "--hard", commit)
+
+
+def set_run_ref(repo, run, commit):
+    git(repo, "update-ref", f"{RUNS_REF}/{run}", commit)
+
+
+def run_ref(repo, run):
+    return git(repo, "rev-parse", "--verify", "-q", f"{RUNS_REF}/{run}", check=False)
+
+
+def diff_patch(repo, commit):
+    """The patch of `commit` against its parent (against the empty tree for a root commit)."""
+    return git(repo, "diff-tree", "-p", "--root", "--no-commit-id", "--no-color", "--no-ext-diff", commit) + "\n"
+
+
+def is_ancestor(repo, ancestor, descendant):
+    proc = subprocess.run(["git", "merge-base", "--is-ancestor", ancestor, descendant],
+                          cwd=repo, capture_output=True)
+    return proc.returncode == 0
+
+
+def exists(repo, commit):
+    return git(repo, "cat-file", "-e", f"{commit}^{{commit}}", check=False) is not None
+
+
+def git_path(repo, name):
+    """Absolute path of a file inside the git directory (works in worktrees too)."""
+    path = git(repo, "rev-parse", "--git-path", name)
+    return path if os.path.isabs(path) else os.path.join(repo, path)
+
+
+def init_repo(path):
+    git(path, "init", "-q")

@@ -1,0 +1,675 @@
+"""`autoresearch report`: the morning review as one self-contained HTML file.
+
+The page answers "what happened overnight, and what should I merge?": a summary, the
+progress chart (every run over its number, kept runs joined by the running best), a
+sortable table of runs, and for each run its diff, training curves, output tail, text
+sample, energy and diagnosis, overlaid against the best run.
+
+Everything read from the log and the run folders is untrusted. It reaches the page only
+as JSON inside <script type="application/json"> (with <, >, &, U+2028/9 escaped), and the
+page builds its DOM with textContent. A Content-Security-Policy that allows only the
+page's own script (by hash) is the second wall.
+
+Standard library only at module level; matplotlib is imported for `--png` alone.
+"""
+
+import base64
+import hashlib
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from autoresearch import cli
+from autoresearch import log as arlog
+
+STATIC = Path(__file__).with_name("static")
+DEFAULT_OUTPUT = os.path.join(".autoresearch", "report.html")
+RUNS_DIR = os.path.join(".autoresearch", "runs")
+CURRENT_FILE = os.path.join(".autoresearch", "current.json")
+
+# Caps that keep a 1,000-run report small and fast; the live view asks for more points.
+REPORT_POINTS = 100
+LIVE_POINTS = 600
+TAIL_BYTES = 12_000
+TAIL_LINES = 80
+DIFF_MAX_CHARS = 60_000   # a rewrite of train.py fits; a vendored blob does not
+SAMPLE_MAX_CHARS = 6_000
+# The steps.jsonl keys the page draws (progress is elapsed_s over the budget, so it is left out);
+# energy_j is read for the energy figure and then dropped from the page.
+STEP_KEYS = ("step", "elapsed_s", "loss", "lr_mult", "grad_norm", "tok_per_s", "mfu", "mem_mb", "power_w",
+             "energy_j")
+FAILED = ("crash", "timeout", "checks_failed")
+_NUMBER = (int, float)
+_PLAIN = {int, float, type(None)}
+DEFAULT_KWH_PRICE = 0.30
+PNG_HINT = "pip install 'autoresearch[report]'"
+
+
+# ---------------------------------------------------------------- command line
+
+def add_parsers(sub):
+    p = sub.add_parser(
+        "report", help="write the morning report: one self-contained HTML file",
+        description="Write the experiment report (progress chart, runs table, diffs, curves, "
+                    "diagnoses) as one HTML file that opens offline.",
+        epilog="Example: autoresearch report -o night.html --png progress.png",
+    )
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help=f"HTML file to write (default {DEFAULT_OUTPUT} next to the log)")
+    p.add_argument("--png", metavar="FILE", help="also write the progress chart as a PNG (needs matplotlib)")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object: the files written, the summary and the segments")
+    add_common_arguments(p)
+    p.set_defaults(func=cmd_report)
+
+
+def add_common_arguments(p):
+    p.add_argument("--log", default=arlog.LOG_NAME, help="the experiment log (default autoresearch.jsonl)")
+    p.add_argument("--kwh-price", type=float, default=DEFAULT_KWH_PRICE, metavar="PRICE",
+                   help=f"electricity price per kWh for the cost column (default {DEFAULT_KWH_PRICE})")
+
+
+def check_price(price):
+    if price < 0 or not math.isfinite(price):
+        raise cli.UsageError(f"--kwh-price must be a non-negative number, not {price}")
+
+
+def cmd_report(args):
+    root = repo_root(args.log)
+    check_price(args.kwh_price)
+    out = Path(args.output) if args.output else root / DEFAULT_OUTPUT
+    png = Path(args.png) if args.png else None
+    for path, flag in ((out, "-o"), (png, "--png")):   # check every target before writing any
+        if path is not None and path.is_dir():
+            raise cli.UsageError(f"{path} is a folder; give {flag} a file name")
+        if path is not None and not path.parent.exists() and path != root / DEFAULT_OUTPUT:
+            raise cli.UsageError(f"folder {path.parent} does not exist; create it or pick another {flag} FILE")
+    plt = _import_pyplot() if png else None
+    started = time.perf_counter()
+    model = build_model(root, Path(args.log), kwh_price=args.kwh_price, warn=_warn)
+    details = all_details(root, model, REPORT_POINTS)
+    add_energy_totals(model, details.values())
+    page = render_html(model, details).encode("utf-8")
+    out.parent.mkdir(parents=True, exist_ok=True)   # only ever .autoresearch/ (checked above)
+    write_atomic(out, page)
+    if plt is not None:
+        write_atomic(png, progress_png(model, plt))
+    took = time.perf_counter() - started
+    runs = len(model["runs"])
+    print(f"autoresearch: wrote {out} ({runs} runs, {len(page) // 1024} KiB, {took:.2f} s); "
+          f"open {out.resolve().as_uri()}", file=sys.stderr)
+    if png:
+        print(f"autoresearch: wrote {png}", file=sys.stderr)
+    if args.json:
+        best = model["segments"][-1] if model["segments"] else None
+        print(json.dumps({"output": str(out), "png": args.png, "runs": runs, "best": best,
+                          "summary": model["summary"], "segments": model["segments"],
+                          "warnings": model["warningCount"]}, allow_nan=False))
+    return cli.EXIT_OK
+
+
+def repo_root(log_path):
+    """The research repo is the folder holding the log; refuse when there is nothing to show."""
+    log = Path(log_path)
+    root = log.resolve().parent
+    if not log.exists() and not (root / ".autoresearch").is_dir():
+        raise cli.Refused(f"no {log} here; run this in a research repo after `autoresearch init` "
+                          f"(or pass --log PATH)")
+    return root
+
+
+def _warn(message):
+    print(f"autoresearch: warning: {message}", file=sys.stderr)
+
+
+def write_atomic(path, data):
+    """Write next to the target and rename, so a reader never sees half a file."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+# ---------------------------------------------------------------- the model
+
+def build_model(root, log_path, kwh_price=DEFAULT_KWH_PRICE, warn=_warn):
+    """Read the log into what the page shows: runs (normalised), segments and the summary."""
+    warnings = []
+
+    def collect(message):
+        warnings.append(message)
+        warn(message)
+
+    records = arlog.read(str(root / log_path.name), warn=collect)
+    segments, runs = [], []
+    for index, (config, seg_runs) in enumerate(arlog.segments(records)):
+        direction = _direction(config)
+        segments.append(_segment_info(index, config, direction))
+        best = None
+        for record in seg_runs:
+            run = normalise_run(record, index, collect)
+            if run is None:
+                continue
+            best = _annotate(run, best, direction)
+            runs.append(run)
+    for seg in segments:
+        _segment_summary(seg, [r for r in runs if r["segment"] == seg["index"]])
+    current = read_current(root)
+    config = segments[-1] if segments else _segment_info(0, None, "lower")
+    return {
+        "title": config["name"] or "autoresearch",
+        "metricName": config["metricName"],
+        "metricUnit": config["metricUnit"],
+        "direction": config["direction"],
+        "generated": int(time.time() * 1000),
+        "segments": segments,
+        "runs": runs,
+        "summary": overall_summary(runs, segments, kwh_price),
+        "current": current,
+        "kwhPrice": kwh_price,
+        "yRange": y_range(runs, config["direction"]),
+        "warnings": warnings[-50:],
+        "warningCount": len(warnings),
+    }
+
+
+def _direction(config):
+    if isinstance(config, dict) and config.get("bestDirection") == "higher":
+        return "higher"
+    return "lower"
+
+
+def _segment_info(index, config, direction):
+    config = config if isinstance(config, dict) else {}
+    return {
+        "index": index,
+        "name": _text(config.get("name")),
+        "metricName": _text(config.get("metricName")) or "metric",
+        "metricUnit": _text(config.get("metricUnit")),
+        "direction": direction,
+    }
+
+
+def normalise_run(record, segment, warn):
+    """A run record with safe types; the log is untrusted and every extra field optional."""
+    number = record.get("run")
+    if isinstance(number, bool) or not isinstance(number, (int, float)) or not math.isfinite(number):
+        warn(f"skipped a run record whose run number is {json.dumps(number)[:40]}")
+        return None
+    return {
+        "run": int(number),
+        "segment": segment,
+        "status": _text(record.get("status")) or "unknown",
+        "metric": _num(record.get("metric")),
+        "metrics": _clean(record.get("metrics")) if isinstance(record.get("metrics"), dict) else {},
+        "commit": _text(record.get("commit"))[:40],
+        "description": _text(record.get("description")),
+        "timestamp": _num(record.get("timestamp")),
+        "confidence": _num(record.get("confidence")),
+        "asi": _clean(record.get("asi")),
+        "duration_s": _num(record.get("duration_s")),
+        "reason": _text(record.get("reason")),
+        "best_before": _num(record.get("best_before")),
+        "threshold": _num(record.get("threshold")),
+        "diagnosis": _clean(record.get("diagnosis")) if isinstance(record.get("diagnosis"), dict) else None,
+        "run_dir": _text(record.get("run_dir")),
+        "ref": _text(record.get("ref")),
+        "repeat_of": _num(record.get("repeat_of")),
+        "value": _num(record.get("value")),
+    }
+
+
+def kept_value(run):
+    """What a kept run made the best: the engine's decided value (the median of that code's
+    measurements) when the record has one, else its metric."""
+    return run["value"] if run["value"] is not None else run["metric"]
+
+
+def _annotate(run, best, direction):
+    """Add the best at the time, the change against it and the running best.
+
+    A kept run becomes the incumbent, so the running best is the last keep's value. With
+    the engine's re-measurements that value can move back up: the chart shows the honest
+    incumbent, not the luckiest draw.
+    """
+    metric = run["metric"]
+    best_then = run["best_before"] if run["best_before"] is not None else best
+    run["best_then"] = best_then
+    if metric is not None and best_then not in (None, 0):
+        run["delta_pct"] = (metric - best_then) / abs(best_then) * 100
+    else:
+        run["delta_pct"] = None
+    if run["status"] == "keep" and kept_value(run) is not None:
+        best = kept_value(run)
+    run["running_best"] = best
+    return best
+
+
+def _segment_summary(seg, runs):
+    kept = [r for r in runs if r["status"] == "keep" and kept_value(r) is not None]
+    seg["runs"] = len(runs)
+    seg["baseline"] = kept_value(kept[0]) if kept else None
+    seg["baselineRun"] = kept[0]["run"] if kept else None
+    seg["best"] = kept_value(kept[-1]) if kept else None
+    seg["bestRun"] = kept[-1]["run"] if kept else None
+    seg["kept"] = len(kept)
+    if seg["baseline"] not in (None, 0) and seg["best"] is not None:
+        sign = 1 if seg["direction"] == "higher" else -1
+        seg["gainPct"] = sign * (seg["best"] - seg["baseline"]) / abs(seg["baseline"]) * 100
+    else:
+        seg["gainPct"] = None
+
+
+def overall_summary(runs, segments, kwh_price):
+    counts = {}
+    for r in runs:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    stamps = sorted(r["timestamp"] for r in runs if r["timestamp"] is not None)
+    span_h = (stamps[-1] - stamps[0]) / 3.6e6 if len(stamps) >= 2 else None
+    durations = [r["duration_s"] for r in runs if r["duration_s"] is not None]
+    streak = longest = 0
+    for r in runs:
+        streak = 0 if r["status"] == "keep" else streak + 1
+        longest = max(longest, streak)
+    return {
+        "runs": len(runs),
+        "counts": counts,
+        "failed": sum(counts.get(s, 0) for s in FAILED),
+        "spanHours": span_h,
+        "runsPerHour": (len(stamps) - 1) / span_h if span_h else None,
+        "gpuHours": sum(durations) / 3600 if durations else None,
+        "runsWithDuration": len(durations),
+        "longestNoKeep": longest,
+        "currentNoKeep": streak,
+        "kwhPrice": kwh_price,
+    }
+
+
+def read_current(root):
+    """`.autoresearch/current.json` names the running run, if any."""
+    try:
+        data = json.loads((root / CURRENT_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    number = data.get("run")
+    if isinstance(number, bool) or not isinstance(number, int):
+        return None
+    return {"run": number, "description": _text(data.get("description")), "phase": _text(data.get("phase")),
+            "started": _num(data.get("started", data.get("timestamp"))),
+            "run_dir": _text(data.get("run_dir"))}
+
+
+# ---------------------------------------------------------------- per-run files
+
+def run_dir(root, run):
+    """The run's folder: the record's run_dir when it lies inside the repo, else the default.
+
+    The log is untrusted, so a run_dir that climbs out of the repo (`../..`, an absolute path)
+    is ignored rather than read into the page.
+    """
+    default = root / RUNS_DIR / str(run["run"])
+    given = run.get("run_dir")
+    if given:
+        path = os.path.normpath(os.path.join(root, given))
+        if path.startswith(os.path.join(str(root), "")) and os.path.isdir(path):
+            return Path(path)
+    return default
+
+
+def all_details(root, model, max_points):
+    """run_details for every run, keyed by run number as text; missing diffs come from git in one batch."""
+    folders = {r["run"]: run_dir(root, r) for r in model["runs"]}
+    missing = {r["run"]: _ref(r) for r in model["runs"] if not (folders[r["run"]] / "diff.patch").exists()}
+    diffs = git_diffs(root, missing)
+    return {str(r["run"]): run_details(root, r, max_points, model, diffs, folders[r["run"]]) for r in model["runs"]}
+
+
+def run_details(root, run, max_points, model=None, diffs=None, folder=None):
+    """Everything the page shows for one run, read from its folder (all parts optional)."""
+    folder = folder or run_dir(root, run)
+    steps = read_steps(folder / "steps.jsonl", max_points)
+    diagnosis = run.get("diagnosis") or _read_json(folder / "diagnosis.json")
+    diff = _read_text(folder / "diff.patch", DIFF_MAX_CHARS + 1)
+    if diff is None:
+        diff = diffs.get(run["run"]) if diffs is not None else git_diffs(root, {run["run"]: _ref(run)}).get(run["run"])
+    truncated = diff is not None and len(diff) > DIFF_MAX_CHARS
+    if truncated:
+        diff = diff[:DIFF_MAX_CHARS]
+    summary = _read_json(folder / "summary.json")
+    price = model["kwhPrice"] if model else DEFAULT_KWH_PRICE
+    used = energy(steps, price)
+    if steps:
+        steps["cols"].pop("energy_j", None)   # counted into `energy`; the page does not draw it
+    return {
+        "steps": steps,
+        "diff": diff,
+        "diffTruncated": f"git show {_ref(run)}" if truncated else None,
+        "tail": read_tail(folder / "output.log"),
+        "checksTail": read_tail(folder / "checks.log") if run.get("status") == "checks_failed" else None,
+        "sample": _read_text(folder / "sample.txt", SAMPLE_MAX_CHARS),
+        "summary": summary if isinstance(summary, dict) else None,
+        "diagnosis": diagnosis if isinstance(diagnosis, dict) else None,
+        "energy": used,
+    }
+
+
+def add_energy_totals(model, details):
+    """The night's energy, summed over the runs whose GPU reported power."""
+    measured = [d["energy"] for d in details if d and d.get("energy")]
+    model["summary"]["runsWithEnergy"] = len(measured)
+    model["summary"]["energyKwh"] = sum(e["kwh"] for e in measured) if measured else None
+
+
+def read_steps(path, max_points):
+    """The steps file as columns, thinned to at most max_points rows (first and last kept)."""
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    lines = [line for line in raw.split(b"\n") if line.strip()]
+    if lines and not raw.endswith(b"\n") and not _parses(lines[-1]):
+        lines.pop()   # the writer is mid-line: a torn step is no step
+    if not lines:
+        return None
+    total = len(lines)
+    if total > max_points:
+        picks = sorted({round(i * (total - 1) / (max_points - 1)) for i in range(max_points)})
+        lines = [lines[i] for i in picks]
+    text = b"[" + b",".join(lines) + b"]"
+    try:   # one C-speed parse for the common case; line by line when something is torn
+        rows = json.loads(text)
+    except ValueError:
+        rows = []
+        for line in lines:
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                continue
+    rows = [r for r in rows if isinstance(r, dict)]
+    if not rows:
+        return None
+    # Python's json reads NaN and Infinity, which strict JSON (and the page) cannot carry. Only
+    # when the text has them, or a value is not a number, is each value checked (the slow path).
+    suspect = b"NaN" in text or b"Infinity" in text
+    cols = {}
+    for key in STEP_KEYS:
+        values = [r.get(key) for r in rows]
+        if suspect or not set(map(type, values)) <= _PLAIN:   # map/set/count run at C speed
+            # `v - v == 0` is False for NaN and ±inf; bool is not a number here
+            values = [v if type(v) in _NUMBER and v - v == 0 else None for v in values]
+        if values.count(None) != len(values):
+            cols[key] = values
+    nonfinite = next((r.get("step") for r in rows if _nonfinite(r.get("loss"))), None) if suspect else None
+    return {"total": total, "cols": cols, "lossNonFiniteAt": nonfinite}
+
+
+def _parses(line):
+    try:
+        json.loads(line)
+    except ValueError:
+        return False
+    return True
+
+
+def energy(steps, kwh_price):
+    """Joules from the GPU's counter, else power integrated over elapsed time; None when unknown."""
+    if not steps:
+        return None
+    cols = steps["cols"]
+    joules = None
+    if "energy_j" in cols:
+        known = [v for v in cols["energy_j"] if v is not None]
+        joules = max(known) if known else None
+    elif "power_w" in cols and "elapsed_s" in cols:
+        pairs = [(t, p) for t, p in zip(cols["elapsed_s"], cols["power_w"]) if t is not None and p is not None]
+        joules = sum((t2 - t1) * (p1 + p2) / 2 for (t1, p1), (t2, p2) in zip(pairs, pairs[1:])) or None
+    if joules is None:
+        return None
+    power = [v for v in cols.get("power_w", []) if v is not None]
+    kwh = joules / 3.6e6
+    return {"joules": joules, "kwh": kwh, "cost": kwh * kwh_price,
+            "avgPowerW": sum(power) / len(power) if power else None}
+
+
+def read_tail(path):
+    """The last lines of output.log (the end is where a crash explains itself)."""
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - TAIL_BYTES))
+            data = f.read()
+    except OSError:
+        return None
+    text = data.decode("utf-8", errors="replace")
+    lines = text.split("\n")
+    if size > TAIL_BYTES:
+        lines = lines[1:]   # the first line is cut
+    return "\n".join(lines[-TAIL_LINES:])
+
+
+def _ref(run):
+    """The run's git ref: the record's when it is one of ours, else refs/autoresearch/runs/N."""
+    given = run.get("ref") or ""
+    return given if given.startswith("refs/autoresearch/") else f"refs/autoresearch/runs/{run['run']}"
+
+
+def git_diffs(root, refs):
+    """Diffs of many runs with two git calls: resolve the refs, then one diff-tree --stdin."""
+    if not refs or not (root / ".git").exists():
+        return {}
+    try:
+        names = subprocess.run(
+            ["git", "for-each-ref", "--format=%(refname) %(objectname)", "refs/autoresearch/"],
+            cwd=root, capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    sha_of = dict(line.split(" ", 1) for line in names.splitlines() if " " in line)
+    wanted = {}
+    for run, ref in refs.items():
+        sha = sha_of.get(ref)
+        if sha:
+            wanted.setdefault(sha, []).append(run)
+    if not wanted:
+        return {}
+    try:
+        out = subprocess.run(
+            ["git", "diff-tree", "--stdin", "-p", "--no-color", "--no-ext-diff", "--first-parent", "--root"],
+            cwd=root, input=("\n".join(wanted) + "\n").encode(), capture_output=True, timeout=60, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    result, current, chunk = {}, None, []
+    for line in out.decode("utf-8", errors="replace").split("\n"):
+        if line in wanted:   # diff-tree prints each commit's sha on its own line before its diff
+            _store(result, wanted, current, chunk)
+            current, chunk = line, []
+        elif current:
+            chunk.append(line)
+    _store(result, wanted, current, chunk)
+    return result
+
+
+def _store(result, wanted, sha, chunk):
+    if sha:
+        text = "\n".join(chunk).strip("\n")
+        for run in wanted[sha]:
+            result[run] = text[:DIFF_MAX_CHARS + 1]
+
+
+def _read_text(path, limit):
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit * 4)
+    except OSError:
+        return None
+    return data.decode("utf-8", errors="replace")[:limit]
+
+
+def _read_json(path):
+    try:
+        return _clean(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return None
+
+
+# ---------------------------------------------------------------- value hygiene
+
+def _text(value):
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(_clean(value), ensure_ascii=False)
+
+
+def _num(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _nonfinite(value):
+    return isinstance(value, float) and not math.isfinite(value)
+
+
+def _clean(value, depth=0):
+    """A JSON value without NaN/Infinity (which Python's json accepts), bounded in depth."""
+    if depth > 20:
+        return None
+    if isinstance(value, dict):
+        return {str(k): _clean(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v, depth + 1) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+# ---------------------------------------------------------------- the page
+
+def safe_json(value):
+    """JSON that cannot end its <script> element or start HTML inside it."""
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return (text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+def page_script():
+    """uPlot then the page's own code, checked so neither can close the script element."""
+    code = (STATIC / "uPlot.iife.min.js").read_text(encoding="utf-8") + "\n" + \
+        (STATIC / "report.js").read_text(encoding="utf-8")
+    if "</script" in code.lower() or "<!--" in code:
+        raise RuntimeError("inline script contains a sequence that would end the script element")
+    return code
+
+
+def render_html(model, details=None, live=False):
+    """The whole page; `details` maps run number (str) to run_details (static report)."""
+    script = page_script()
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
+    csp = (f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; "
+           f"img-src data: blob:; connect-src 'self'; base-uri 'none'; form-action 'none'")
+    css = (STATIC / "uPlot.min.css").read_text(encoding="utf-8") + "\n" + \
+        (STATIC / "report.css").read_text(encoding="utf-8")
+    boot = {"live": live, "model": None if live else model, "details": None if live else details}
+    template = (STATIC / "report.html").read_text(encoding="utf-8")
+    title = "autoresearch report" if live else f"autoresearch report: {model['title']}"
+    parts = {
+        "__CSP__": csp,
+        "__TITLE__": _html_escape(title),
+        "__CSS__": css,
+        "__DATA__": safe_json(boot),
+        "__SCRIPT__": script,
+    }
+    out = template
+    for key, value in parts.items():
+        head, sep, tail = out.partition(key)
+        out = head + value + tail
+    return out
+
+
+def _html_escape(text):
+    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace('"', "&quot;").replace("'", "&#x27;"))
+
+
+# ---------------------------------------------------------------- PNG
+
+def _import_pyplot():
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise cli.Refused(f"--png needs matplotlib, which is not installed; run: {PNG_HINT}") from None
+    return plt
+
+
+def progress_png(model, plt):
+    """karpathy's progress.png: discards grey, keeps green, the running best as a step line."""
+    import io
+    runs = model["runs"]
+    fig, ax = plt.subplots(figsize=(12, 6), dpi=120)
+    xs = list(range(1, len(runs) + 1))
+    for status, color, size, label in (("discard", "#bbbbbb", 12, "discarded"), ("keep", "#2ca02c", 30, "kept")):
+        pts = [(x, r["metric"]) for x, r in zip(xs, runs) if r["status"] == status and r["metric"] is not None]
+        if pts:
+            ax.scatter(*zip(*pts), s=size, color=color, label=label, zorder=3)
+    failed = [(x, r["metric"]) for x, r in zip(xs, runs) if r["status"] in FAILED]
+    measured = [(x, m) for x, m in failed if m is not None]
+    if measured:   # failed checks still have a metric
+        ax.scatter(*zip(*measured), s=14, color="#d62728", label="failed checks", zorder=3)
+    lost = [x for x, m in failed if m is None]
+    if lost:
+        ax.scatter(lost, [0.01] * len(lost), marker="x", color="#d62728", s=20, label="crashed (no metric)",
+                   transform=ax.get_xaxis_transform(), clip_on=False, zorder=3)
+    for seg in model["segments"]:
+        seg_pts = [(x, r["running_best"]) for x, r in zip(xs, runs)
+                   if r["segment"] == seg["index"] and r["running_best"] is not None]
+        if seg_pts:
+            ax.step(*zip(*seg_pts), where="post", color="#2ca02c", linewidth=1.5, zorder=2)
+        first = next((x for x, r in zip(xs, runs) if r["segment"] == seg["index"]), None)
+        if first and seg["index"] > 0:
+            ax.axvline(first - 0.5, color="#888888", linestyle="--", linewidth=1)
+    for x, r in zip(xs, runs):
+        if r["status"] == "keep" and r["metric"] is not None:
+            ax.annotate(r["description"][:40], (x, r["metric"]), xytext=(4, 4), textcoords="offset points",
+                        fontsize=7, rotation=30, color="#1a6e1a", annotation_clip=True, clip_on=True)
+    lo, hi = model["yRange"]
+    if lo is not None:
+        ax.set_ylim(lo, hi)
+    unit = f" ({model['metricUnit']})" if model["metricUnit"] else ""
+    ax.set_xlabel("experiment")
+    ax.set_ylabel(f"{model['metricName']}{unit}, {model['direction']} is better")
+    s = model["segments"][-1] if model["segments"] else {}
+    kept = sum(1 for r in runs if r["status"] == "keep")
+    ax.set_title(f"{model['title']}: {len(runs)} experiments, {kept} kept"
+                 + (f", best {s['best']:.6g} ({s['gainPct']:+.2f}%)" if s.get("gainPct") is not None else ""))
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper right")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def y_range(runs, direction):
+    """A y range that shows every kept run and most others (the worst outliers squash the chart)."""
+    values = sorted(r["metric"] for r in runs if r["metric"] is not None)
+    if not values:
+        return None, None
+    kept = [r["metric"] for r in runs if r["status"] == "keep" and r["metric"] is not None] or values
+    higher = direction == "higher"
+    q = values[int(0.1 * (len(values) - 1))] if higher else values[int(0.9 * (len(values) - 1))]
+    lo = min(min(kept), q) if higher else min(values)
+    hi = max(values) if higher else max(max(kept), q)
+    pad = (hi - lo) * 0.06 or abs(hi) * 0.01 or 1.0
+    return lo - pad, hi + pad

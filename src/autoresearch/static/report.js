@@ -1,0 +1,612 @@
+/* The report page: builds everything from the JSON in #report-data (static report) or from
+   the /api endpoints (autoresearch serve). Data from the log is untrusted: the DOM is built with
+   createElement and textContent only, and canvas text is drawn with fillText. */
+(function () {
+  'use strict';
+  var root = document.documentElement;
+  var errors = [];
+  function recordError(message) {
+    errors.push(String(message).slice(0, 500));
+    root.setAttribute('data-errors', JSON.stringify(errors));
+  }
+  window.addEventListener('error', function (e) { recordError((e.message || 'error') + ' @' + (e.lineno || '?')); });
+  window.addEventListener('unhandledrejection', function (e) {
+    recordError('unhandled rejection: ' + (e.reason && e.reason.message || e.reason));
+  });
+  document.addEventListener('securitypolicyviolation', function (e) {
+    recordError('blocked by the content security policy: ' + e.violatedDirective);
+  });
+  var consoleError = console.error;
+  console.error = function () {
+    recordError(Array.prototype.map.call(arguments, String).join(' '));
+    consoleError.apply(console, arguments);
+  };
+
+  var COLORS = { keep: '#2ca02c', discard: '#9a9a9a', crash: '#d62728', compare: '#1f77b4', current: '#ff7f0e' };
+  var FAILED = { crash: 1, timeout: 1, checks_failed: 1 };
+  var CURVES = [
+    ['loss', 'training loss'], ['lr_mult', 'learning-rate multiplier'], ['grad_norm', 'gradient norm'],
+    ['tok_per_s', 'tokens per second'], ['mfu', 'MFU (%)'], ['mem_mb', 'memory (MiB)'], ['power_w', 'GPU power (W)']
+  ];
+  var boot = JSON.parse(document.getElementById('report-data').textContent);
+  var state = {
+    model: null, details: boot.details || {}, selected: null, compare: null, version: null,
+    progress: null, detailCharts: [], currentCharts: {}, currentRun: null,
+    sort: { key: 'run', dir: 1 }, charts: 0
+  };
+
+  // ------------------------------------------------------------ small helpers
+  function h(tag, cls, text) {
+    var el = document.createElement(tag);
+    if (cls) el.className = cls;
+    if (text !== undefined && text !== null) el.textContent = String(text);
+    return el;
+  }
+  function add(parent) {
+    for (var i = 1; i < arguments.length; i++) {
+      var c = arguments[i];
+      if (c === null || c === undefined) continue;
+      parent.appendChild(typeof c === 'object' ? c : document.createTextNode(String(c)));
+    }
+    return parent;
+  }
+  function clear(el) { while (el.firstChild) el.removeChild(el.firstChild); return el; }
+  function isNum(v) { return typeof v === 'number' && isFinite(v); }
+  function fmt(v) {
+    if (!isNum(v)) return '';
+    var a = Math.abs(v);
+    if (a !== 0 && (a < 1e-3 || a >= 1e6)) return v.toExponential(3);
+    return String(Number(v.toPrecision(7)));
+  }
+  function pct(v) { return isNum(v) ? (v > 0 ? '+' : '') + v.toFixed(2) + '%' : ''; }
+  function duration(s) {
+    if (!isNum(s)) return '';
+    if (s < 60) return s.toFixed(1) + ' s';
+    var m = Math.floor(s / 60), sec = Math.round(s % 60);
+    if (m < 60) return m + 'm ' + (sec < 10 ? '0' : '') + sec + 's';
+    return Math.floor(m / 60) + 'h ' + (m % 60) + 'm';
+  }
+  function when(ms) { return isNum(ms) ? new Date(ms).toISOString().slice(0, 16).replace('T', ' ') + ' UTC' : ''; }
+  function asText(v) { return typeof v === 'string' ? v : JSON.stringify(v); }
+  function asiText(asi) {
+    if (asi === null || asi === undefined || asi === '') return '';
+    if (typeof asi !== 'object' || Array.isArray(asi)) return asText(asi);
+    return Object.keys(asi).map(function (k) { return k + '=' + asText(asi[k]); }).join('; ');
+  }
+  function better(a, b) { return state.model.direction === 'higher' ? a > b : a < b; }
+  function runByNumber(n) {
+    var runs = state.model.runs;
+    for (var i = 0; i < runs.length; i++) if (runs[i].run === n) return runs[i];
+    return null;
+  }
+  function badge(status) { return h('span', 'badge ' + status, status); }
+  function chartWidth(el) { return Math.max(320, (el.clientWidth || 900) - 14); }
+
+  // ------------------------------------------------------------ header, warnings, summary
+  function renderHeader(m) {
+    document.getElementById('title').textContent = m.title;
+    document.title = 'autoresearch report: ' + m.title;
+    var unit = m.metricUnit ? ' (' + m.metricUnit + ')' : '';
+    document.getElementById('subtitle').textContent = 'metric ' + m.metricName + unit + ', ' + m.direction +
+      ' is better · ' + m.runs.length + ' runs · generated ' + when(m.generated);
+    var w = document.getElementById('warnings');
+    w.hidden = !m.warningCount;
+    if (m.warningCount) {
+      w.textContent = m.warningCount + ' log line(s) skipped as malformed:\n' + m.warnings.join('\n');
+    }
+  }
+
+  function card(k, v, s, cls) {
+    var c = h('div', 'card' + (cls ? ' ' + cls : ''));
+    return add(c, h('div', 'k', k), h('div', 'v', v), s ? h('div', 's', s) : null);
+  }
+
+  function renderSummary(m) {
+    var box = clear(document.getElementById('summary'));
+    var s = m.summary, seg = m.segments.length ? m.segments[m.segments.length - 1] : null;
+    if (!m.runs.length) { add(box, h('div', 'empty', 'No runs logged yet.')); return; }
+    if (seg && isNum(seg.best)) {
+      add(box, card('baseline → best' + (m.segments.length > 1 ? ' (segment ' + seg.index + ')' : ''),
+        fmt(seg.baseline) + ' → ' + fmt(seg.best),
+        'gain ' + pct(seg.gainPct) + ' · best run #' + seg.bestRun, 'good'));
+    }
+    var c = s.counts, n = s.runs;
+    function rate(k) { return ((c[k] || 0) / n * 100).toFixed(0) + '%'; }
+    add(box,
+      card('runs', String(n), (seg ? seg.kept : 0) + ' kept in the last segment'),
+      card('keep / discard / failed', rate('keep') + ' / ' + rate('discard') + ' / ' + (s.failed / n * 100).toFixed(0) + '%',
+        (c.keep || 0) + ' kept, ' + (c.discard || 0) + ' discarded, ' + s.failed + ' crashed, timed out or failed checks'),
+      card('runs per hour', isNum(s.runsPerHour) ? s.runsPerHour.toFixed(1) : '–',
+        isNum(s.spanHours) ? 'over ' + s.spanHours.toFixed(1) + ' h' : ''),
+      card('GPU hours', isNum(s.gpuHours) ? s.gpuHours.toFixed(2) : '–',
+        s.runsWithDuration + ' of ' + n + ' runs timed'),
+      card('longest streak without a keep', s.longestNoKeep + (s.longestNoKeep === 1 ? ' run' : ' runs'),
+        'current streak ' + s.currentNoKeep)
+    );
+    if (isNum(s.energyKwh)) {
+      add(box, card('energy', s.energyKwh.toFixed(2) + ' kWh',
+        'about ' + (s.energyKwh * m.kwhPrice).toFixed(2) + ' at ' + m.kwhPrice + ' per kWh · ' + s.runsWithEnergy + ' runs measured'));
+    }
+    var segBox = document.getElementById('segments-box');
+    segBox.hidden = m.segments.length < 2;
+    if (m.segments.length > 1) {
+      var t = clear(document.getElementById('segments'));
+      var hr = add(h('tr'), h('th', null, 'segment'), h('th', null, 'name'), h('th', null, 'metric'),
+        h('th', null, 'runs'), h('th', null, 'kept'), h('th', null, 'baseline'), h('th', null, 'best'), h('th', null, 'gain'));
+      add(t, hr);
+      m.segments.forEach(function (g) {
+        add(t, add(h('tr'), h('td', 'num', g.index), h('td', null, g.name), h('td', null, g.metricName + ' (' + g.direction + ')'),
+          h('td', 'num', g.runs), h('td', 'num', g.kept), h('td', 'num', fmt(g.baseline)), h('td', 'num', fmt(g.best)),
+          h('td', 'num', pct(g.gainPct))));
+      });
+    }
+  }
+
+  // ------------------------------------------------------------ the progress chart
+  function renderProgress(m) {
+    var el = document.getElementById('progress');
+    if (state.progress) { state.progress.destroy(); state.progress = null; }
+    clear(el);
+    if (!m.runs.length) { add(el, h('div', 'empty', 'The chart appears after the first run.')); return; }
+    var runs = m.runs, xs = [], keep = [], disc = [], other = [];
+    var segBest = m.segments.map(function () { return []; });
+    runs.forEach(function (r, i) {
+      xs.push(i + 1);
+      keep.push(r.status === 'keep' ? r.metric : null);
+      disc.push(r.status === 'discard' ? r.metric : null);
+      other.push(r.status !== 'keep' && r.status !== 'discard' ? r.metric : null);
+      segBest.forEach(function (arr, k) { arr.push(r.segment === k ? r.running_best : null); });
+    });
+    var series = [{ label: 'run' }, pointSeries('discarded', COLORS.discard, 4), pointSeries('kept', COLORS.keep, 8),
+      pointSeries('failed, with a metric', COLORS.crash, 6)];
+    var data = [xs, disc, keep, other];
+    segBest.forEach(function (arr, k) {
+      series.push({
+        label: m.segments.length > 1 ? 'best, segment ' + k : 'running best', stroke: COLORS.keep, width: 2,
+        paths: uPlot.paths.stepped({ align: 1 }), points: { show: false }, spanGaps: false
+      });
+      data.push(arr);
+    });
+    var yr = m.yRange && isNum(m.yRange[0]) ? m.yRange : null;
+    var downAt = null;
+    var opts = {
+      width: chartWidth(el), height: 400, series: series,
+      scales: { x: { time: false, range: function (u, lo, hi) { return [Math.min(lo, 1) - 0.5, hi + 0.5]; } },
+        y: { range: function (u, lo, hi) { return yr ? [yr[0], yr[1]] : [lo, hi]; } } },
+      axes: [{ label: 'experiment', incrs: [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 5000, 10000] },
+        { label: m.metricName + (m.metricUnit ? ' (' + m.metricUnit + ')' : ''), size: 70,
+          values: function (u, vals) { return vals.map(fmt); } }],
+      legend: { show: true },
+      cursor: { drag: { x: true, y: false } },
+      hooks: {
+        draw: [function (u) { drawOverlay(u, m); root.setAttribute('data-progress-drawn', String(runs.length)); }],
+        setCursor: [function (u) { showHover(u.cursor.idx); }],
+        ready: [function (u) {
+          u.over.addEventListener('mousedown', function (e) { downAt = e.clientX; });
+          u.over.addEventListener('click', function (e) {
+            if (downAt !== null && Math.abs(e.clientX - downAt) > 3) return;
+            var i = u.cursor.idx;
+            if (i !== null && i !== undefined) select(runs[i].run, true);
+          });
+        }]
+      }
+    };
+    state.progress = new uPlot(opts, data, el);
+    state.charts++;
+  }
+
+  function pointSeries(label, color, size) {
+    return { label: label, stroke: color, fill: color, paths: function () { return null; },
+      points: { show: true, size: size, stroke: color, fill: color }, value: function (u, v) { return fmt(v); } };
+  }
+
+  function drawOverlay(u, m) {
+    var ctx = u.ctx, dpr = uPlot.pxRatio, runs = m.runs, top = u.bbox.top, bottom = u.bbox.top + u.bbox.height;
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(u.bbox.left, u.bbox.top, u.bbox.width, u.bbox.height);
+    ctx.clip();
+    // segment boundaries: a new config header starts a new baseline
+    ctx.strokeStyle = '#888'; ctx.setLineDash([5 * dpr, 4 * dpr]); ctx.lineWidth = dpr;
+    for (var i = 1; i < runs.length; i++) {
+      if (runs[i].segment !== runs[i - 1].segment) {
+        var sx = u.valToPos(i + 0.5, 'x', true);
+        ctx.beginPath(); ctx.moveTo(sx, top); ctx.lineTo(sx, bottom); ctx.stroke();
+        ctx.fillStyle = '#666'; ctx.font = (11 * dpr) + 'px sans-serif'; ctx.textAlign = 'left';
+        ctx.fillText('segment ' + runs[i].segment, sx + 4 * dpr, top + 12 * dpr);
+      }
+    }
+    ctx.setLineDash([]);
+    // failed runs with no metric: red crosses along the bottom edge
+    ctx.strokeStyle = COLORS.crash; ctx.lineWidth = 1.5 * dpr;
+    runs.forEach(function (r, i) {
+      if (FAILED[r.status] && !isNum(r.metric)) {
+        var x = u.valToPos(i + 1, 'x', true), y = bottom - 6 * dpr, d = 3 * dpr;
+        ctx.beginPath(); ctx.moveTo(x - d, y - d); ctx.lineTo(x + d, y + d); ctx.moveTo(x + d, y - d); ctx.lineTo(x - d, y + d); ctx.stroke();
+      }
+    });
+    // kept runs are labelled with their description (the largest gains when there are many)
+    var kept = [];
+    runs.forEach(function (r, i) { if (r.status === 'keep' && isNum(r.metric)) kept.push([i, r]); });
+    if (kept.length > 40) {
+      kept = kept.slice().sort(function (a, b) { return Math.abs(b[1].delta_pct || 0) - Math.abs(a[1].delta_pct || 0); }).slice(0, 40);
+    }
+    ctx.fillStyle = '#1a6e1a'; ctx.font = (10 * dpr) + 'px sans-serif';
+    ctx.textAlign = 'left'; ctx.textBaseline = 'alphabetic';   // uPlot leaves its axis alignment set
+    kept.forEach(function (p) {
+      var x = u.valToPos(p[0] + 1, 'x', true), y = u.valToPos(p[1].metric, 'y', true);
+      if (x < u.bbox.left || x > u.bbox.left + u.bbox.width || y < top || y > bottom) return;
+      var text = p[1].description.length > 38 ? p[1].description.slice(0, 37) + '…' : p[1].description;
+      ctx.save(); ctx.translate(x + 5 * dpr, y - 5 * dpr); ctx.rotate(-Math.PI / 7); ctx.fillText(text, 0, 0); ctx.restore();
+    });
+    ctx.restore();
+  }
+
+  function showHover(i) {
+    var el = document.getElementById('hover');
+    if (i === null || i === undefined || !state.model.runs[i]) { el.textContent = ''; return; }
+    var r = state.model.runs[i];
+    el.textContent = '#' + r.run + ' · ' + r.status + (isNum(r.metric) ? ' · ' + fmt(r.metric) : '') +
+      (isNum(r.delta_pct) ? ' (' + pct(r.delta_pct) + ')' : '') + ' · ' + r.description;
+  }
+
+  // ------------------------------------------------------------ the runs table
+  var COLUMNS = [
+    { key: 'run', label: '#', num: true, get: function (r) { return r.run; } },
+    { key: 'status', label: 'status', get: function (r) { return r.status; }, cell: function (r) { return badge(r.status); } },
+    { key: 'metric', label: 'metric', num: true, get: function (r) { return r.metric; }, text: function (r) { return fmt(r.metric); } },
+    { key: 'delta', label: 'Δ vs best then', num: true, get: function (r) { return r.delta_pct; },
+      cell: function (r) {
+        var td = h('span', null, pct(r.delta_pct));
+        if (isNum(r.delta_pct) && r.delta_pct !== 0) td.className = better(r.delta_pct, 0) ? 'better' : 'worse';
+        return td;
+      } },
+    { key: 'confidence', label: 'confidence', num: true, get: function (r) { return r.confidence; },
+      text: function (r) { return isNum(r.confidence) ? r.confidence.toFixed(2) : ''; } },
+    { key: 'description', label: 'description', cls: 'desc', get: function (r) { return r.description; } },
+    { key: 'asi', label: 'ASI', cls: 'asi', get: function (r) { return asiText(r.asi); } },
+    { key: 'duration', label: 'duration', num: true, get: function (r) { return r.duration_s; },
+      text: function (r) { return duration(r.duration_s); } },
+    { key: 'commit', label: 'commit', get: function (r) { return r.commit; }, text: function (r) { return r.commit.slice(0, 8); } }
+  ];
+
+  function renderTable(m) {
+    var table = clear(document.getElementById('runs'));
+    var head = h('tr');
+    COLUMNS.forEach(function (col) {
+      var th = h('th', null, col.label);
+      th.setAttribute('data-key', col.key);
+      th.addEventListener('click', function () {
+        state.sort = { key: col.key, dir: state.sort.key === col.key ? -state.sort.dir : 1 };
+        sortRows();
+      });
+      head.appendChild(th);
+    });
+    add(table, add(h('thead'), head));
+    var body = h('tbody');
+    state.rows = m.runs.map(function (r) {
+      var tr = h('tr');
+      tr.setAttribute('data-run', String(r.run));
+      COLUMNS.forEach(function (col) {
+        var td = h('td', (col.num ? 'num' : '') + (col.cls ? ' ' + col.cls : ''));
+        if (col.cell) td.appendChild(col.cell(r));
+        else td.textContent = col.text ? col.text(r) : String(col.get(r));
+        if (col.key === 'asi' || col.key === 'description') td.title = col.get(r);
+        tr.appendChild(td);
+      });
+      tr.addEventListener('click', function () { select(r.run, false); });
+      body.appendChild(tr);
+      return { run: r, tr: tr, haystack: [r.description, asiText(r.asi), r.reason, r.status, r.commit, '#' + r.run].join(' ').toLowerCase() };
+    });
+    table.appendChild(body);
+    state.tbody = body;
+    var sel = document.getElementById('status-filter'), keepValue = sel.value;
+    while (sel.options.length > 1) sel.remove(1);
+    Object.keys(m.summary.counts).sort().forEach(function (s) {
+      var o = h('option', null, s + ' (' + m.summary.counts[s] + ')'); o.value = s; sel.appendChild(o);
+    });
+    sel.value = keepValue;
+    sortRows();
+  }
+
+  function sortRows() {
+    var col = COLUMNS.filter(function (c) { return c.key === state.sort.key; })[0], dir = state.sort.dir;
+    state.rows.sort(function (a, b) {
+      var x = col.get(a.run), y = col.get(b.run);
+      var xn = x === null || x === undefined || x === '', yn = y === null || y === undefined || y === '';
+      if (xn || yn) return xn && yn ? a.run.run - b.run.run : (xn ? 1 : -1);   // empty cells last
+      if (x < y) return -dir;
+      if (x > y) return dir;
+      return a.run.run - b.run.run;
+    });
+    state.rows.forEach(function (row) { state.tbody.appendChild(row.tr); });
+    Array.prototype.forEach.call(document.querySelectorAll('#runs th'), function (th) {
+      th.className = th.getAttribute('data-key') === col.key ? (dir > 0 ? 'sorted-asc' : 'sorted-desc') : '';
+    });
+    applyFilter();
+  }
+
+  function applyFilter() {
+    var q = document.getElementById('filter').value.trim().toLowerCase();
+    var st = document.getElementById('status-filter').value, shown = 0;
+    state.rows.forEach(function (row) {
+      var ok = (!st || row.run.status === st) && (!q || row.haystack.indexOf(q) >= 0);
+      row.tr.hidden = !ok;
+      if (ok) shown++;
+      row.tr.classList.toggle('selected', row.run.run === state.selected);
+    });
+    document.getElementById('row-count').textContent = shown + ' of ' + state.rows.length + ' runs';
+  }
+
+  // ------------------------------------------------------------ one run, against another
+  function defaultCompare(r) {
+    var seg = state.model.segments[r.segment];
+    if (!seg) return null;
+    if (seg.bestRun !== null && seg.bestRun !== r.run) return seg.bestRun;
+    return seg.baselineRun !== r.run ? seg.baselineRun : null;
+  }
+
+  function getDetails(n) {
+    if (state.details[n]) return Promise.resolve(state.details[n]);
+    if (!boot.live) return Promise.resolve(null);
+    return fetch('api/run/' + encodeURIComponent(n)).then(function (res) {
+      if (!res.ok) return null;
+      return res.json().then(function (d) {
+        if (!state.model.current || state.model.current.run !== n) state.details[n] = d;
+        return d;
+      });
+    });
+  }
+
+  function select(n, scroll) {
+    var r = runByNumber(n);
+    if (!r) return Promise.resolve();
+    state.selected = n;
+    state.compare = defaultCompare(r);
+    if (location.hash !== '#run=' + n) history.replaceState(null, '', '#run=' + n);
+    applyFilter();
+    return renderDetail(scroll);
+  }
+
+  function renderDetail(scroll) {
+    var r = runByNumber(state.selected), cmp = state.compare !== null ? runByNumber(state.compare) : null;
+    return Promise.all([getDetails(r.run), cmp ? getDetails(cmp.run) : Promise.resolve(null)]).then(function (ds) {
+      if (state.selected !== r.run) return;
+      drawDetail(r, ds[0] || {}, cmp, ds[1] || {});
+      if (scroll) document.getElementById('detail').scrollIntoView();
+    });
+  }
+
+  function kvRows(box, pairs) {
+    pairs.forEach(function (p) {
+      if (p[1] === '' || p[1] === null || p[1] === undefined) return;
+      add(box, h('div', 'k', p[0]), h('div', 'v', p[1]));
+    });
+    return box;
+  }
+
+  function drawDetail(r, d, cmp, cd) {
+    state.detailCharts.forEach(function (c) { c.destroy(); });
+    state.detailCharts = [];
+    var box = clear(document.getElementById('detail'));
+    add(box, h('h2', null, 'Run #' + r.run));
+    var head = h('div', 'detail-head');
+    add(head, add(h('div'), badge(r.status), ' ', isNum(r.metric) ? fmt(r.metric) + ' ' + state.model.metricName : 'no metric',
+      isNum(r.delta_pct) ? ' (' + pct(r.delta_pct) + ' against the best then, ' + fmt(r.best_then) + ')' : ''));
+    add(head, h('div', 'desc', r.description || '(no description)'));
+    var e = d.energy;
+    var metrics = r.metrics && typeof r.metrics === 'object' ? Object.keys(r.metrics).map(function (k) {
+      return k + '=' + asText(r.metrics[k]); }).join('  ') : '';
+    add(head, kvRows(h('div', 'kv'), [
+      ['decision', r.reason], ['best before', fmt(r.best_before)], ['threshold', fmt(r.threshold)],
+      ['confidence', isNum(r.confidence) ? r.confidence.toFixed(2) : ''], ['duration', duration(r.duration_s)],
+      ['repeat of', isNum(r.repeat_of) ? '#' + r.repeat_of : ''],
+      ['logged', when(r.timestamp)], ['commit', r.commit], ['ASI', asiText(r.asi)], ['metrics', metrics],
+      ['energy', e ? (e.kwh * 1000).toFixed(1) + ' Wh · cost ' + e.cost.toFixed(3) + ' at ' + state.model.kwhPrice + ' per kWh' +
+        (isNum(e.avgPowerW) ? ' · average ' + e.avgPowerW.toFixed(0) + ' W' : '') : ''],
+      ['summary', d.summary ? Object.keys(d.summary).filter(function (k) { return k !== 'settings'; })
+        .map(function (k) { return k + '=' + asText(d.summary[k]); }).join('  ') : '']
+    ]));
+    box.appendChild(head);
+    var diag = r.diagnosis || d.diagnosis;
+    if (diag) {
+      var dg = add(h('div', 'diag'), h('h3', null, 'Diagnosis: ' + asText(diag.family || 'unknown')));
+      add(dg, kvRows(h('div', 'kv'), [
+        ['codes', Array.isArray(diag.codes) ? diag.codes.map(asText).join(', ') : asText(diag.codes || '')],
+        ['explanation', diag.explanation ? asText(diag.explanation) : ''],
+        ['fix', diag.fix && typeof diag.fix === 'object' ? Object.keys(diag.fix).map(function (k) {
+          return k + ' = ' + asText(diag.fix[k]); }).join('\n') : ''],
+        ['intermediates', diag.intermediates ? JSON.stringify(diag.intermediates) : '']
+      ]));
+      box.appendChild(dg);
+    }
+    drawCurves(box, r, d, cmp, cd);
+    add(box, h('h3', null, 'Diff'));
+    box.appendChild(diffView(d.diff));
+    if (d.diffTruncated) add(box, h('div', 'muted', 'The diff was cut for the report; the whole of it: ' + d.diffTruncated));
+    add(box, h('h3', null, 'Output (tail)'));
+    box.appendChild(d.tail ? h('pre', null, d.tail) : h('div', 'empty', 'no output.log for this run'));
+    if (d.checksTail) {
+      add(box, h('h3', null, 'Checks output (tail)'));
+      box.appendChild(h('pre', null, d.checksTail));
+    }
+    add(box, h('h3', null, 'Text sample'));
+    box.appendChild(d.sample ? h('pre', 'sample', d.sample) : h('div', 'empty', 'no sample.txt for this run'));
+    root.setAttribute('data-detail', String(r.run));
+  }
+
+  function compareSelect(r) {
+    var sel = h('select');
+    sel.id = 'compare';
+    add(sel, (function () { var o = h('option', null, 'nothing'); o.value = ''; return o; })());
+    state.model.runs.forEach(function (x) {
+      if (x.run === r.run) return;
+      var o = h('option', null, '#' + x.run + ' ' + x.status + ' ' + fmt(x.metric) + ' · ' + x.description.slice(0, 60));
+      o.value = String(x.run);
+      if (x.run === state.compare) o.selected = true;
+      sel.appendChild(o);
+    });
+    sel.addEventListener('change', function () {
+      state.compare = sel.value === '' ? null : Number(sel.value);
+      renderDetail(false);
+    });
+    return sel;
+  }
+
+  function drawCurves(box, r, d, cmp, cd) {
+    add(box, h('h3', null, 'Training curves'));
+    add(box, add(h('div', 'compare'), 'run #' + r.run + ' (orange) against ', compareSelect(r),
+      cmp ? ' (blue' + (cmp.run === (state.model.segments[r.segment] || {}).bestRun ? ', the best run)' : ')') : ''));
+    var grid = h('div', 'curves');
+    box.appendChild(grid);
+    var a = d.steps, b = cmp && cd ? cd.steps : null;
+    if (!a && !b) { grid.appendChild(h('div', 'empty', 'no steps.jsonl for this run')); return; }
+    if (a && isNum(a.lossNonFiniteAt)) add(box, h('div', 'diag', 'loss became NaN or infinite at step ' + a.lossNonFiniteAt));
+    var xKey = (!a || a.cols.elapsed_s) && (!b || b.cols.elapsed_s) ? 'elapsed_s' : 'step';
+    CURVES.forEach(function (c) {
+      var sets = [], labels = [], colors = [];   // the comparison first, so the run itself is drawn on top
+      if (b && b.cols[c[0]]) { sets.push(b); labels.push('#' + cmp.run); colors.push(COLORS.compare); }
+      if (a && a.cols[c[0]]) { sets.push(a); labels.push('#' + r.run); colors.push(COLORS.current); }
+      if (!sets.length) return;
+      var chart = curveChart(grid, c[1], xKey, c[0], sets, labels, colors);
+      state.detailCharts.push(chart);
+    });
+  }
+
+  function columns(steps, xKey, yKey) {
+    var xs = steps.cols[xKey] || [], ys = steps.cols[yKey] || [], outX = [], outY = [], last = -Infinity;
+    for (var i = 0; i < xs.length; i++) {
+      if (!isNum(xs[i]) || xs[i] < last) continue;   // uPlot wants x ascending
+      last = xs[i]; outX.push(xs[i]); outY.push(isNum(ys[i]) ? ys[i] : null);
+    }
+    return [outX, outY];
+  }
+
+  function curveChart(parent, title, xKey, yKey, sets, labels, colors) {
+    var wrap = add(h('div', 'curve'), h('div', 't', title));
+    parent.appendChild(wrap);
+    var data = sets.length === 1 ? columns(sets[0], xKey, yKey)
+      : uPlot.join(sets.map(function (s) { return columns(s, xKey, yKey); }));
+    var series = [{ label: xKey === 'elapsed_s' ? 'seconds' : 'step' }];
+    labels.forEach(function (l, i) {
+      series.push({ label: l, stroke: colors[i], width: 1.5, spanGaps: true, points: { show: false },
+        value: function (u, v) { return fmt(v); } });
+    });
+    var chart = new uPlot({
+      width: Math.max(300, (wrap.clientWidth || 420) - 10), height: 200, series: series,
+      scales: { x: { time: false } }, legend: { show: true },
+      axes: [{ label: xKey === 'elapsed_s' ? 'training seconds' : 'step', size: 36 },
+        { size: 60, values: function (u, vals) { return vals.map(fmt); } }]
+    }, data, wrap);
+    state.charts++;
+    root.setAttribute('data-charts', String(state.charts));
+    return chart;
+  }
+
+  function diffView(diff) {
+    if (!diff) return h('div', 'empty', 'no diff for this run (no diff.patch and no refs/autoresearch/runs ref)');
+    var pre = h('pre', 'diff');
+    diff.split('\n').forEach(function (line) {
+      var cls = line.indexOf('diff ') === 0 || line.indexOf('+++') === 0 || line.indexOf('---') === 0 ? 'file'
+        : line[0] === '+' ? 'add' : line[0] === '-' ? 'del' : line.indexOf('@@') === 0 ? 'hunk' : null;
+      pre.appendChild(h('span', cls, line + '\n'));
+    });
+    return pre;
+  }
+
+  // ------------------------------------------------------------ live view
+  function renderCurrent(cur) {
+    var box = document.getElementById('current-box');
+    if (!cur || cur.run === null || cur.run === undefined) {
+      box.hidden = true; state.currentRun = null;
+      Object.keys(state.currentCharts).forEach(function (k) { state.currentCharts[k].destroy(); });
+      state.currentCharts = {}; clear(document.getElementById('current-charts'));
+      return;
+    }
+    box.hidden = false;
+    var segs = state.model ? state.model.segments : [], last = segs.length ? segs[segs.length - 1] : null;
+    var bestRun = last && last.bestRun !== null ? last.bestRun : null;
+    var best = bestRun !== null && state.details[bestRun] ? state.details[bestRun].steps : null;
+    if (bestRun !== null && !state.details[bestRun]) getDetails(bestRun);   // drawn from the next poll on
+    document.getElementById('current-title').textContent = 'Running now: #' + cur.run +
+      (cur.description ? ' · ' + cur.description : '') + (cur.phase ? ' · ' + cur.phase : '') +
+      (cur.steps ? ' · ' + cur.steps.total + ' steps logged' : '') + (best ? ' · against the best run #' + bestRun : '');
+    var grid = document.getElementById('current-charts');
+    if (state.currentRun !== cur.run) {
+      Object.keys(state.currentCharts).forEach(function (k) { state.currentCharts[k].destroy(); });
+      state.currentCharts = {}; clear(grid); state.currentRun = cur.run;
+    }
+    if (!cur.steps) return;
+    var xKey = cur.steps.cols.elapsed_s && (!best || best.cols.elapsed_s) ? 'elapsed_s' : 'step';
+    var key = best ? 'with-best-' + bestRun : 'alone';
+    if (state.currentKey !== key) {   // the best run's curves arrived or changed: draw afresh
+      Object.keys(state.currentCharts).forEach(function (k) { state.currentCharts[k].destroy(); });
+      state.currentCharts = {}; clear(grid); state.currentKey = key;
+    }
+    CURVES.forEach(function (c) {
+      if (!cur.steps.cols[c[0]]) return;
+      var sets = [cur.steps], labels = ['#' + cur.run], colors = [COLORS.current];
+      if (best && best.cols[c[0]]) {   // the best run underneath, the running one on top
+        sets.unshift(best); labels.unshift('#' + bestRun + ' (best)'); colors.unshift(COLORS.compare);
+      }
+      var data = sets.length === 1 ? columns(cur.steps, xKey, c[0])
+        : uPlot.join(sets.map(function (st) { return columns(st, xKey, c[0]); }));
+      if (state.currentCharts[c[0]]) state.currentCharts[c[0]].setData(data);
+      else state.currentCharts[c[0]] = curveChart(grid, c[1], xKey, c[0], sets, labels, colors);
+    });
+    root.setAttribute('data-current-steps', String(cur.steps.total));
+  }
+
+  function setLive(text, stale) {
+    var el = document.getElementById('live');
+    el.hidden = false; el.textContent = text; el.className = 'live' + (stale ? ' stale' : '');
+  }
+
+  function poll() {
+    var url = 'api/model' + (state.version ? '?since=' + encodeURIComponent(state.version) : '');
+    return Promise.all([
+      fetch(url, { cache: 'no-store' }).then(function (res) { return res.json(); }),
+      fetch('api/current', { cache: 'no-store' }).then(function (res) { return res.json(); })
+    ]).then(function (got) {
+      if (!got[0].unchanged) { state.version = got[0].version; show(got[0].model); }
+      renderCurrent(got[1]);
+      setLive('live · updated ' + new Date().toLocaleTimeString(), false);
+    }, function (err) {
+      setLive('live · server not answering, retrying (' + (err && err.message || err) + ')', true);
+    });
+  }
+
+  // ------------------------------------------------------------ start
+  function show(m) {
+    var first = !state.model;
+    state.model = m;
+    renderHeader(m); renderSummary(m); renderProgress(m); renderTable(m);
+    var linked = /^#run=(-?\d+)$/.exec(location.hash);
+    if (first && linked && runByNumber(Number(linked[1]))) state.selected = Number(linked[1]);
+    var keep = state.selected !== null && runByNumber(state.selected);
+    var last = m.segments.length ? m.segments[m.segments.length - 1] : null;
+    var pick = keep ? state.selected : last && last.bestRun !== null ? last.bestRun : m.runs.length ? m.runs[m.runs.length - 1].run : null;
+    var done = pick === null ? Promise.resolve() : keep && !first ? Promise.resolve(applyFilter()) : select(pick, !!(first && linked));
+    return done;
+  }
+
+  function ready() { root.setAttribute('data-charts', String(state.charts)); root.setAttribute('data-ready', '1'); }
+
+  document.getElementById('filter').addEventListener('input', applyFilter);
+  document.getElementById('status-filter').addEventListener('change', applyFilter);
+  var resizeTimer = null;
+  window.addEventListener('resize', function () {
+    clearTimeout(resizeTimer);
+    resizeTimer = setTimeout(function () {
+      var el = document.getElementById('progress');
+      if (state.progress) state.progress.setSize({ width: chartWidth(el), height: 400 });
+    }, 150);
+  });
+
+  if (boot.live) {
+    poll().then(ready);
+    setInterval(poll, 2000);
+  } else {
+    show(boot.model).then(ready);
+  }
+})();
