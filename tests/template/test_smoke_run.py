@@ -64,7 +64,8 @@ def test_smoke_training_run_learns_and_reports(research_repo, modules, tmp_path)
     for (name, fmt), line in zip(SUMMARY, block):
         assert re.fullmatch(rf"{name}:\s+{fmt}", line), line
     assert "profile:          smoke" in block
-    assert "overrides:        MAX_SEQ_LEN=256,TIME_BUDGET=20,EVAL_TOKENS=65536,VOCAB_SIZE=512" in block
+    assert ("overrides:        MAX_SEQ_LEN=256,TIME_BUDGET=20,EVAL_TOKENS=65536,VOCAB_SIZE=512,BUDGET_CLOCK=cpu,"
+            "CPU_THREADS=1") in block
     assert "SYNTHETIC" in done.stdout
 
     steps = [json.loads(s) for s in (run_dir / "steps.jsonl").read_text().splitlines()]
