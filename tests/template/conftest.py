@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from template_helpers import ASSETS, ROOT, prepare_cmd
+from .template_helpers import ASSETS, ROOT, prepare_cmd
 
 
 @pytest.fixture(scope="session")

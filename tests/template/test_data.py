@@ -9,7 +9,7 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from template_helpers import load_packing_benchmark, prepare_cmd
+from .template_helpers import load_packing_benchmark, prepare_cmd
 
 packing = load_packing_benchmark()
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 import torch
 
-from template_helpers import ROOT
+from .template_helpers import ROOT
 
 METRIC = re.compile(r"^METRIC\s+([A-Za-z_][A-Za-z0-9_.]*)=(\S+)\s*$")   # DESIGN 4.1
 SUMMARY = [("val_bpb", r"\d+\.\d{6}"), ("training_seconds", r"\d+\.\d"), ("total_seconds", r"\d+\.\d"),
