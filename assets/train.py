@@ -7,18 +7,22 @@ GPUs, SDPA everywhere else), Apple MPS and CPU. The constants below are the knob
 """
 
 import os
+import sys
 
 os.environ.setdefault("PYTORCH_ALLOC_CONF", "expandable_segments:True")
+sys.dont_write_bytecode = True   # no __pycache__ for prepare.py in the research repo
 
 import contextlib
 import gc
 import json
 import math
-import resource
-import sys
 import time
 from dataclasses import asdict, dataclass
 
+try:
+    import resource   # peak RSS on CPU; not on Windows
+except ImportError:
+    resource = None
 import torch
 import torch._dynamo
 import torch.nn as nn
@@ -33,7 +37,7 @@ from prepare import MAX_SEQ_LEN, TIME_BUDGET, Tokenizer, evaluate_bpb, make_data
 
 ASPECT_RATIO = 64           # model_dim = DEPTH * ASPECT_RATIO, rounded up to a multiple of HEAD_DIM
 # >>> baseline (prepare.py --fit-baseline rewrites this block for the machine)
-# tier: 80 GiB (karpathy/autoresearch's H100 settings)
+# tier: 80 GiB (written by prepare.py --fit-baseline; edit freely afterwards)
 DEPTH = 8
 DEVICE_BATCH_SIZE = 128
 TOTAL_BATCH_SIZE = 524288   # 2**19 tokens per optimizer step
@@ -478,7 +482,10 @@ class Telemetry:
         if self.device.type == "mps":
             self.mps_peak = max(self.mps_peak, torch.mps.driver_allocated_memory() / 2**20)
             return self.mps_peak
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024   # Linux: KiB
+        if resource is None:
+            return 0.0
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return rss / 2**20 if sys.platform == "darwin" else rss / 1024   # bytes on macOS, KiB on Linux
 
     def power(self):
         out = {}
@@ -579,13 +586,14 @@ def main():
     loader = make_dataloader(tokenizer, DEVICE_BATCH_SIZE, MAX_SEQ_LEN, "train", device=device)
     x, y, epoch = next(loader)
 
+    clock = prepare.budget_clock()    # wall-clock seconds (CPU seconds under the smoke profile)
     excluded = 10                     # warm-up steps (compilation, allocator) are not timed
     smooth_loss, training_time, timed_tokens, step = 0.0, 0.0, 0, 0
     tty = sys.stdout.isatty()
     last_print = -1.0
     while True:
         sync(device)
-        t0 = time.time()
+        t0, c0 = time.time(), clock()
         for _ in range(grad_accum):
             with autocast:
                 loss = train_model(x, y)
@@ -615,7 +623,7 @@ def main():
         sync(device)
         dt = time.time() - t0
         if step >= excluded:
-            training_time += dt
+            training_time += clock() - c0
             timed_tokens += TOTAL_BATCH_SIZE
         smooth_loss = 0.9 * smooth_loss + 0.1 * loss_f
         loss_shown = smooth_loss / (1 - 0.9 ** (step + 1))   # bias-corrected EMA
@@ -683,6 +691,7 @@ def main():
     print(f"num_params_M:     {summary['num_params_M']:.1f}")
     print(f"depth:            {summary['depth']}")
     print(f"profile:          {prepare.PROFILE}")
+    print(f"overrides:        {','.join(f'{k}={v}' for k, v in prepare.OVERRIDES.items()) or 'none'}")
     print(f"fingerprint:      {prepare.PROFILE}-{prepare.settings_fingerprint()}")
     if run_dir:
         info = {"device": f"{kind} {name}", "dtype": str(dtype).replace("torch.", ""), "attention": model.backend,

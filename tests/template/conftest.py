@@ -9,16 +9,10 @@ import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-ASSETS = ROOT / "assets"
-
-
-def prepare_cmd(repo, *args):
-    return [sys.executable, str(repo / "prepare.py"), *args]
+from .template_helpers import ASSETS, ROOT, prepare_cmd
 
 
 @pytest.fixture(scope="session")
@@ -51,27 +45,12 @@ def modules(research_repo):
         prepare = importlib.import_module("prepare")
         train = importlib.import_module("train")
     finally:
+        # Generic module names: keep the objects, not the sys.modules entries other tests could trip over.
+        for name in ("prepare", "train"):
+            sys.modules.pop(name, None)
         sys.path.remove(str(repo))
         if saved_env is None:
             os.environ.pop("AUTORESEARCH_CACHE", None)
         else:
             os.environ["AUTORESEARCH_CACHE"] = saved_env
-    yield prepare, train
-    # Generic module names: do not leave them for other test packages to trip over.
-    for name in ("prepare", "train"):
-        sys.modules.pop(name, None)
-
-
-def tiny_gpt(train, vocab, seq_len=32, depth=2, width=64, heads=2, pattern="SL", seed=0):
-    """A small GPT with every weight random (no zero-initialised projections)."""
-    import torch
-    torch.manual_seed(seed)
-    cfg = train.GPTConfig(sequence_len=seq_len, vocab_size=vocab, n_layer=depth, n_head=heads,
-                          n_embd=width, window_pattern=pattern)
-    model = train.GPT(cfg)
-    model.init_weights()
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.dim() == 2:
-                p.normal_(0, 0.2)
-    return model.eval()
+    return prepare, train

@@ -3,20 +3,15 @@
 import json
 import math
 import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from conftest import ROOT, prepare_cmd
+from .template_helpers import load_packing_benchmark, prepare_cmd
 
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import packing  # noqa: E402  (the reference best-fit scan lives with the benchmark)
-
-sys.path.remove(str(ROOT / "benchmarks"))
+packing = load_packing_benchmark()
 
 
 def test_tokenizer_round_trips_text_and_counts_bytes(modules):
@@ -177,3 +172,20 @@ def test_local_sources_and_bad_input(research_repo, tmp_path):
         assert len(done.stderr.strip().splitlines()) == 1 and expected in done.stderr
     assert (cache / "prepared" / "manifest.json").read_text() == before, "a failed prepare keeps the old data"
     assert not list(cache.glob("prepared.tmp-*")), "no half-written scratch folder is left"
+
+
+def test_synthetic_data_is_deterministic_labelled_and_fingerprinted(modules, research_repo, tmp_path, monkeypatch):
+    prepare, _ = modules
+    assert prepare.synthetic_docs(50, seed=3) == prepare.synthetic_docs(50, seed=3)
+    assert prepare.synthetic_docs(50, seed=3) != prepare.synthetic_docs(50, seed=4)
+    assert prepare.MANIFEST["synthetic"] is True and prepare.settings()["synthetic"] is True
+    # a second preparation from scratch gives the same tokens, hence the same fingerprint
+    repo, env = research_repo
+    done = _run_prepare(repo, env, "--source", "synthetic", "--profile", "smoke", cache=tmp_path / "again")
+    assert done.returncode == 0 and "SYNTHETIC" in done.stdout
+    again = json.loads((tmp_path / "again" / "prepared" / "manifest.json").read_text())
+    assert again["data_sha"] == prepare.MANIFEST["data_sha"]
+    # any setting that changes what val_bpb means changes the fingerprint
+    before = prepare.settings_fingerprint()
+    monkeypatch.setattr(prepare, "TIME_BUDGET", prepare.TIME_BUDGET + 1)
+    assert prepare.settings_fingerprint() != before

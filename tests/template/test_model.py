@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import ASSETS, tiny_gpt
+from .template_helpers import ASSETS, tiny_gpt
 
 
 def reference_attention(q, k, v, window):

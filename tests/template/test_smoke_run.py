@@ -5,9 +5,12 @@ import math
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 import torch
+
+from .template_helpers import ROOT
 
 METRIC = re.compile(r"^METRIC\s+([A-Za-z_][A-Za-z0-9_.]*)=(\S+)\s*$")   # DESIGN 4.1
 SUMMARY = [("val_bpb", r"\d+\.\d{6}"), ("training_seconds", r"\d+\.\d"), ("total_seconds", r"\d+\.\d"),
@@ -61,6 +64,8 @@ def test_smoke_training_run_learns_and_reports(research_repo, modules, tmp_path)
     for (name, fmt), line in zip(SUMMARY, block):
         assert re.fullmatch(rf"{name}:\s+{fmt}", line), line
     assert "profile:          smoke" in block
+    assert ("overrides:        MAX_SEQ_LEN=256,TIME_BUDGET=20,EVAL_TOKENS=65536,VOCAB_SIZE=512,BUDGET_CLOCK=cpu,"
+            "CPU_THREADS=1") in block
     assert "SYNTHETIC" in done.stdout
 
     steps = [json.loads(s) for s in (run_dir / "steps.jsonl").read_text().splitlines()]
@@ -96,3 +101,23 @@ def test_failed_training_fails_the_benchmark_with_the_reason(research_repo, tmp_
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-1]
     assert "FAIL: no tokenizer" in last and "python prepare.py" in last
+
+
+@pytest.mark.parametrize("printed, metrics, status", [
+    # only the last block counts; non-numeric values are skipped; names keep their case
+    ("---\nval_bpb: 9.0\n---\nval_bpb:          0.991234\nmfu_percent:      n/a\nnum_steps:        12\n"
+     "profile:          smoke\nfingerprint:      smoke-123\n", ["METRIC val_bpb=0.991234", "METRIC num_steps=12"], 0),
+    ("step 1 | loss 3.2\n---\npeak_vram_mb: 10.0\n", [], 1),        # exit 0 but no val_bpb: a failure
+    ("no summary at all\n", [], 1),
+])
+def test_benchmark_turns_only_the_last_summary_block_into_metrics(tmp_path, printed, metrics, status):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    shutil.copy(ROOT / "autoresearch.sh", repo)
+    (repo / "train.py").write_text(f"import sys\nsys.stdout.write({printed!r})\n")
+    done = subprocess.run(["bash", "autoresearch.sh"], cwd=repo, capture_output=True, text=True, timeout=60,
+                          env={"PATH": "/usr/bin:/bin", "AUTORESEARCH_PYTHON": sys.executable})
+    assert done.returncode == status, done.stderr
+    assert [line for line in done.stdout.splitlines() if line.startswith("METRIC")] == metrics
+    if status:
+        assert "autoresearch.sh: train.py exited 0 but printed no numeric val_bpb" in done.stderr
