@@ -115,8 +115,11 @@ class Page:
         """Poll a JS expression until it is truthy; return its value."""
         import time
         deadline = time.monotonic() + timeout
+        # The tab may still be between about:blank and the page (no documentElement yet):
+        # an exception then just means "not yet".
+        guarded = f"(function () {{ try {{ return ({expression}); }} catch (e) {{ return null; }} }})()"
         while True:
-            value = self.evaluate(expression)
+            value = self.evaluate(guarded)
             if value:
                 return value
             assert time.monotonic() < deadline, f"page never satisfied: {expression}"
