@@ -48,6 +48,17 @@ COMMANDS = {
 }
 
 
+def positive_int(text):
+    """argparse type for counts (--repeat, --max-iterations, --noise-runs): a whole number >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
+    return value
+
+
 class Refused(Exception):
     """Raised by a command that refuses to act: exit 3, nothing run, nothing recorded."""
 

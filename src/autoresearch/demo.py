@@ -8,6 +8,7 @@ Everything goes through the real CLI in subprocesses, exactly as the agent would
 so the demo is also an end-to-end check of the product. Standard library only at import.
 """
 
+import argparse
 import json
 import os
 import re
@@ -54,7 +55,7 @@ def add_parsers(sub):
             "of a few minutes: the numbers show the loop works, not what a GPU would reach."
         ),
         epilog=EXAMPLES,
-        formatter_class=__import__("argparse").RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--dir", default="autoresearch-demo", help="scratch folder for the research repo (default: %(default)s)")
     p.add_argument("--force", action="store_true", help="delete the folder first if it already exists")
@@ -65,7 +66,6 @@ def add_parsers(sub):
 
 
 def run_demo(args):
-    home = Path(__file__).resolve().parents[2]
     target = Path(args.dir).resolve()
     _check_torch()
     profile = args.profile if args.profile != "auto" else _auto_profile()

@@ -36,21 +36,11 @@ def add_parsers(sub):
     p.add_argument("--asi", metavar="JSON", help="free-form JSON object stored with the run (hypothesis, ...)")
     p.add_argument("--baseline", action="store_true",
                    help="measure the current best code (the first run of a segment is the baseline anyway)")
-    p.add_argument("--repeat", type=_count, metavar="K", help="with --baseline: run it K times (noise)")
+    p.add_argument("--repeat", type=cli.positive_int, metavar="K", help="with --baseline: run it K times (noise)")
     p.add_argument("--force", action="store_true", help="run even if the scope repeats an earlier run")
     p.add_argument("-q", "--quiet", action="store_true", help="don't stream the benchmark's output")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_run)
-
-
-def _count(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
-    return value
 
 
 TRAPPED = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)

@@ -45,9 +45,9 @@ def add_parsers(sub):
     p.add_argument("--timeout", type=_positive, metavar="S", help="seconds before a run is killed (default 600)")
     p.add_argument("--checks", metavar="CMD", help="a command that must pass after a successful benchmark")
     p.add_argument("--checks-timeout", type=_positive, metavar="S", default=DEFAULT_CHECKS_TIMEOUT)
-    p.add_argument("--max-iterations", type=_count, metavar="N", help="stop after N runs in this segment")
+    p.add_argument("--max-iterations", type=cli.positive_int, metavar="N", help="stop after N runs in this segment")
     p.add_argument("--template", choices=["ml"], help="copy the LLM pretraining template and use its defaults")
-    p.add_argument("--noise-runs", type=_count, metavar="K", default=1,
+    p.add_argument("--noise-runs", type=cli.positive_int, metavar="K", default=1,
                    help="run the baseline K times to measure noise (default 1: no measurement)")
     p.add_argument("--min-delta", type=_non_negative, metavar="X", default=0.0,
                    help="smallest gain that can keep a run, in metric units (default 0)")
@@ -86,16 +86,6 @@ def _float(text):
         raise argparse.ArgumentTypeError(f"not a number: {text}") from None
     if value != value or value in (float("inf"), float("-inf")):
         raise argparse.ArgumentTypeError(f"not a finite number: {text}")
-    return value
-
-
-def _count(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
     return value
 
 
