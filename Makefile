@@ -1,9 +1,11 @@
 # Two commands on a fresh machine (see README): `make demo` and `make test`.
 PYTHON ?= python3
 VENV ?= .venv
-# torch is installed first and pinned, so pip never swaps in a multi-GB build behind your back.
+# torch is installed first and pinned, so the other packages never pull in a different build.
 TORCH_VERSION ?= 2.13.0
 PY := $(VENV)/bin/python
+# e.g. make demo DEMO_ARGS="--force" to replace an earlier ./autoresearch-demo
+DEMO_ARGS ?=
 
 .PHONY: setup demo test tools clean
 
@@ -17,7 +19,7 @@ $(VENV)/.ready: pyproject.toml
 	touch $@
 
 demo: setup
-	$(VENV)/bin/autoresearch demo
+	$(VENV)/bin/autoresearch demo $(DEMO_ARGS)
 
 test: setup
 	$(PY) -m pytest

@@ -13,6 +13,7 @@ level (heavy optional imports go inside functions).
 import argparse
 import importlib
 import json
+import os
 import sys
 
 from autoresearch import __version__
@@ -119,6 +120,11 @@ def main(argv=None):
     except KeyboardInterrupt:
         print("autoresearch: interrupted", file=sys.stderr)
         return _fail(as_json, 130, "interrupted", "interrupted")
+    except BrokenPipeError:
+        # The reader went away (`| head`): it has what it wanted. Point stdout at /dev/null so
+        # Python's own flush at exit does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except Exception as exc:  # noqa: BLE001 - a bug must not print a traceback at the agent
         # The log is append-only and a run in progress leaves current.json, which the next
         # engine call records as a crash: nothing is lost by stopping here.

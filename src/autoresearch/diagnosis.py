@@ -187,7 +187,7 @@ def _cmd_diagnose(args):
     if args.json:
         print(json.dumps(result, sort_keys=False))
     else:
-        print(short(result))
+        print(short(result).splitlines()[0])
         for key, value in result["intermediates"].items():
             print(f"  {key}: {value}")
         print(result["explanation"])

@@ -44,7 +44,8 @@ def add_parsers(sub):
                    help="files that must not change (default: prepare.py and autoresearch.sh, if they exist)")
     p.add_argument("--timeout", type=_positive, metavar="S", help="seconds before a run is killed (default 600)")
     p.add_argument("--checks", metavar="CMD", help="a command that must pass after a successful benchmark")
-    p.add_argument("--checks-timeout", type=_positive, metavar="S", default=DEFAULT_CHECKS_TIMEOUT)
+    p.add_argument("--checks-timeout", type=_positive, metavar="S", default=DEFAULT_CHECKS_TIMEOUT,
+                   help="seconds the checks command may take (default %(default)s)")
     p.add_argument("--max-iterations", type=cli.positive_int, metavar="N", help="stop after N runs in this segment")
     p.add_argument("--template", choices=["ml"], help="copy the LLM pretraining template and use its defaults")
     p.add_argument("--noise-runs", type=cli.positive_int, metavar="K", default=1,
@@ -91,14 +92,26 @@ def _float(text):
 
 def cmd_init(args):
     cwd = os.getcwd()
+    if args.template == "ml":
+        _template_home()   # refuse before anything is created
     root = gitops.toplevel(cwd)
-    if root is None:
-        if not args.git_init:
-            raise cli.Refused(f"{cwd} is not a git repository; run `git init` first, or pass --git-init "
-                              "to let `autoresearch init` create it")
-        gitops.init_repo(cwd)
-        root = gitops.toplevel(cwd)
-    repo = research.Repo(root)
+    if root is not None:
+        return _init_in(research.Repo(root), args)
+    if not args.git_init:
+        raise cli.Refused(f"{cwd} is not a git repository; run `git init` first, or pass --git-init "
+                          "to let `autoresearch init` create it")
+    gitops.init_repo(cwd)
+    repo = research.Repo(gitops.toplevel(cwd))
+    try:
+        return _init_in(repo, args)
+    except (cli.Refused, cli.UsageError):
+        # A refusal records nothing: take back the repository this call created.
+        shutil.rmtree(os.path.join(repo.root, ".git"), ignore_errors=True)
+        shutil.rmtree(os.path.join(repo.root, ".autoresearch"), ignore_errors=True)
+        raise
+
+
+def _init_in(repo, args):
     settings = _settings(args, repo)
     lock = state.Lock(repo.lock)
     if not lock.acquire(wait_s=2.0):
@@ -205,13 +218,18 @@ def _check_paths(repo, settings):
             raise cli.UsageError(f"the scope may not include {name}")
 
 
-def _copy_template(repo):
+def _template_home():
     home = research.project_home()
-    assets = home / "assets"
-    script = home / "autoresearch.sh"
-    if not assets.is_dir() or not script.is_file():
+    if not (home / "assets").is_dir() or not (home / "autoresearch.sh").is_file():
         raise cli.Refused(f"the ML template is not at {home} (needs assets/ and autoresearch.sh); "
                           "set AUTORESEARCH_HOME to the autoresearch checkout")
+    return home
+
+
+def _copy_template(repo):
+    home = _template_home()
+    assets = home / "assets"
+    script = home / "autoresearch.sh"
     sources = [(p, p.relative_to(assets)) for p in sorted(assets.rglob("*"))
                if p.is_file() and "__pycache__" not in p.parts]
     sources.append((script, script.relative_to(home)))
@@ -282,5 +300,9 @@ def _summary(h, copied, committed, segment):
         lines.append(f"  committed {committed[:7]}")
     if h["noise_runs"] > 1:
         lines.append(f"  the baseline will run {h['noise_runs']} times to measure noise")
-    lines.append('next: autoresearch run -m "baseline"')
+    if h.get("template") == "ml":
+        lines.append("next: prepare data and size the baseline (program.md): `uv sync && uv run prepare.py && "
+                     "uv run prepare.py --fit-baseline`, then `autoresearch run --baseline -m \"baseline\"`")
+    else:
+        lines.append('next: autoresearch run -m "baseline"')
     return "\n".join(lines)

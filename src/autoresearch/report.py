@@ -47,7 +47,7 @@ FAILED = ("crash", "timeout", "checks_failed")
 _NUMBER = (int, float)
 _PLAIN = {int, float, type(None)}
 DEFAULT_KWH_PRICE = 0.30
-PNG_HINT = "pip install 'autoresearch[report]'"
+PNG_HINT = "pip install matplotlib (into the Python that runs autoresearch)"
 
 
 # ---------------------------------------------------------------- command line
@@ -130,6 +130,8 @@ def repo_root(log_path):
     """The research repo is the folder holding the log; refuse when there is nothing to show."""
     log = Path(log_path)
     root = log.resolve().parent
+    if not log.exists() and str(log_path) != arlog.LOG_NAME:
+        raise cli.Refused(f"--log {log_path}: no such file; give the path of an autoresearch.jsonl")
     if not log.exists() and not (root / ".autoresearch").is_dir():
         raise cli.Refused(f"no {log} here; run this in a research repo after `autoresearch init` "
                           f"(or pass --log PATH)")

@@ -75,3 +75,30 @@ def test_unexpected_error_is_one_line_with_please_report(repo):
     log.rmdir()
     (repo.root / "saved.jsonl").rename(log)
     assert repo.runs() == before
+
+
+def test_a_refused_init_with_git_init_leaves_no_repository_behind(tmp_path):
+    empty_home = tmp_path / "not-a-checkout"
+    empty_home.mkdir()
+    target = tmp_path / "night"
+    target.mkdir()
+    proc = subprocess.run([sys.executable, "-m", "autoresearch", "init", "--git-init", "--template", "ml"],
+                          cwd=target, env=dict(engine_env(), AUTORESEARCH_HOME=str(empty_home)),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 3 and "AUTORESEARCH_HOME" in proc.stderr
+    assert list(target.iterdir()) == [], "refused: nothing created"
+    # A refusal found only after the repository was made (scope and fixed files overlap) takes it back too.
+    proc = subprocess.run([sys.executable, "-m", "autoresearch", "init", "--git-init", "--metric", "m",
+                           "--command", "true", "--scope", "a.py", "--fixed", "a.py"],
+                          cwd=target, env=engine_env(), capture_output=True, text=True, timeout=60)
+    assert proc.returncode in (2, 3), proc.stderr
+    assert list(target.iterdir()) == []
+
+
+def test_a_reader_that_closes_the_pipe_early_gets_no_traceback(repo):
+    repo.experiment("1.0")
+    proc = subprocess.run(f"{sys.executable} -m autoresearch status --json | head -c 5", shell=True,
+                          cwd=repo.root, env=engine_env(), capture_output=True, text=True, timeout=60,
+                          executable="/bin/bash")
+    assert proc.stdout == '{"seg'
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr

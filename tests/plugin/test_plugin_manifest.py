@@ -10,7 +10,6 @@ import re
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -134,17 +133,9 @@ def test_install_through_the_marketplace_gives_a_working_engine_and_hooks(claude
     assert json.loads(hook.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
-# References other branches write; until they are merged, a link to them is skipped, not failed.
-OTHERS = {"decision-rule.md": "engine", "gpu-guide.md": "template", "diagnosis-codes.md": "diag"}
-
-
 @pytest.mark.parametrize("skill", ["autoresearch", "autoresearch-ml"])
 def test_skill_links_point_to_files_in_the_plugin(skill):
     text = (ROOT / "skills" / skill / "SKILL.md").read_text()
     links = re.findall(r"\]\(\$\{CLAUDE_PLUGIN_ROOT\}/([^)]+)\)", text)
     assert links, "the skill links its detail in references/"
-    missing = [link for link in links if not (ROOT / link).is_file()]
-    pending = [m for m in missing if Path(m).name in OTHERS]
-    assert [m for m in missing if m not in pending] == []
-    if pending:
-        pytest.skip(f"{pending} land with the branches {sorted({OTHERS[Path(m).name] for m in pending})}")
+    assert [link for link in links if not (ROOT / link).is_file()] == []

@@ -243,7 +243,7 @@ def test_default_output_sits_next_to_the_log_and_an_empty_night_is_fine(tmp_path
     assert "(0 runs" in proc.stderr and '"runs":[]' in page
 
 
-def test_png_without_matplotlib_names_the_extra_and_writes_nothing(tmp_path):
+def test_png_without_matplotlib_says_how_to_install_it_and_writes_nothing(tmp_path):
     write_log(tmp_path, [config(), run(1, "keep", 1.0)])
     blocker = tmp_path / "block"
     (blocker / "matplotlib").mkdir(parents=True)
@@ -251,7 +251,7 @@ def test_png_without_matplotlib_names_the_extra_and_writes_nothing(tmp_path):
     env = {"PYTHONPATH": os.pathsep.join([str(blocker), str(SRC)])}
     proc = run_cli(["report", "-o", "r.html", "--png", "p.png"], cwd=tmp_path, env=env)
     assert proc.returncode == 3
-    assert "pip install 'autoresearch[report]'" in proc.stderr
+    assert "pip install matplotlib" in proc.stderr
     assert not (tmp_path / "r.html").exists() and not (tmp_path / "p.png").exists()
 
 
@@ -294,3 +294,12 @@ def test_report_dash_output_writes_the_page_to_stdout_and_no_file(tmp_path):
     assert not (tmp_path / "-").exists() and not (tmp_path / ".autoresearch" / "report.html").exists()
     both = run_cli(["report", "-o", "-", "--json"], cwd=tmp_path)
     assert both.returncode == 2 and json.loads(both.stdout)["error"] == "usage"
+
+
+def test_a_mistyped_log_path_is_refused_and_the_real_report_kept(tmp_path):
+    write_log(tmp_path, [config(), run(1, "keep", 1.0)])
+    assert run_cli(["report"], cwd=tmp_path).returncode == 0
+    page = (tmp_path / ".autoresearch" / "report.html").read_bytes()
+    proc = run_cli(["report", "--log", "nope.jsonl"], cwd=tmp_path)
+    assert proc.returncode == 3 and "nope.jsonl" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert (tmp_path / ".autoresearch" / "report.html").read_bytes() == page
