@@ -106,8 +106,8 @@ def _check_torch():
     probe = subprocess.run([sys.executable, "-c", "import torch, tiktoken, rustbpe, pyarrow"],
                            capture_output=True, text=True)
     if probe.returncode != 0:
-        raise Refused("the demo trains a model and needs the ML extras in this Python: "
-                      "run `make setup` (or pip install -e '.[ml]') first")
+        raise Refused(f"the demo trains a model and needs torch, tiktoken, rustbpe and pyarrow in {sys.executable}: "
+                      "run `make setup` in the autoresearch checkout (or `pip install -e '.[ml]'` there) first")
 
 
 def _auto_profile():
