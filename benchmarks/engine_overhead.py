@@ -68,15 +68,20 @@ def git(repo, *args):
     subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
 
 
-def setup(repo, log_runs):
+def new_repo(repo, files):
+    """A git repository holding `files` ({name: text}) in one first commit."""
     repo.mkdir(parents=True)
     git(repo, "init", "-q")
     git(repo, "config", "user.name", "bench")
     git(repo, "config", "user.email", "bench@localhost")
-    (repo / "bench.sh").write_text('echo "METRIC loss=$(cat value.txt)"\n')
-    (repo / "value.txt").write_text("100.0\n")
+    for name, text in files.items():
+        (repo / name).write_text(text)
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "start")
+
+
+def setup(repo, log_runs):
+    new_repo(repo, {"bench.sh": 'echo "METRIC loss=$(cat value.txt)"\n', "value.txt": "100.0\n"})
     cli(repo, "init", "--metric", "loss", "--command", "bash bench.sh", "--scope", "value.txt",
         "--fixed", "bench.sh")
     head = subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], cwd=repo, capture_output=True,
@@ -130,13 +135,7 @@ def time_reference(command, cwd, runs):
 
 def time_manual_git(repo, runs):
     """What an agent does by hand per experiment: commit the change, reset on a discard."""
-    repo.mkdir(parents=True)
-    git(repo, "init", "-q")
-    git(repo, "config", "user.name", "bench")
-    git(repo, "config", "user.email", "bench@localhost")
-    (repo / "value.txt").write_text("0\n")
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "start")
+    new_repo(repo, {"value.txt": "0\n"})
     times = []
     for i in range(runs):
         (repo / "value.txt").write_text(f"{i + 1}\n")
