@@ -124,7 +124,8 @@ def _auto_profile():
 def _make_scratch(target, force):
     if target.exists() and any(target.iterdir()):
         if not force:
-            raise Refused(f"{target} already exists and is not empty; pass --force to replace it (with make: `make demo DEMO_ARGS=--force`) or --dir to pick another folder")
+            raise Refused(f"{target} already exists and is not empty; pass --force to replace it "
+                          "(with make: `make demo DEMO_ARGS=--force`) or --dir to pick another folder")
         shutil.rmtree(target)
     target.mkdir(parents=True, exist_ok=True)
 
