@@ -11,6 +11,8 @@ import math
 import os
 import sys
 
+from autoresearch import chain
+
 LOG_NAME = "autoresearch.jsonl"
 
 
@@ -20,7 +22,10 @@ def append(path, record, warn=None):
     A record the strict log cannot hold (a non-finite number, text that is not Unicode) is
     written sanitised, with a warning, rather than lost: a record that cannot be written
     would leave the run unrecorded and the engine retrying it forever.
+
+    The record is linked into the log's hash chain first (chain.py): `prev` is set in it.
     """
+    record, folder = chain.link(path, record, warn)
     try:
         data = _encode(record)
     except (ValueError, TypeError, RecursionError) as exc:
@@ -30,12 +35,17 @@ def append(path, record, warn=None):
     # O_RDWR, not O_WRONLY: the torn-line check reads the last byte with pread.
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
+        line = data
         if _ends_without_newline(fd):
             data = b"\n" + data
+        if folder:
+            chain.begin(folder, line, record[chain.FIELD], os.fstat(fd).st_size + len(data))
         os.write(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
+    if folder:
+        chain.copy_append(folder, line)
 
 
 def _encode(record):
@@ -76,16 +86,42 @@ def read(path, warn=None):
     """
     if warn is None:
         warn = _warn_stderr
-    records = []
     try:
         with open(path, "rb") as f:
             raw = f.read()
     except FileNotFoundError:
-        return records
+        return []
+    entries = _entries(raw, os.path.basename(path), warn)
+    folder = chain.state_dir(path)
+    verdict = chain.verify(entries, chain.Tip.read(folder) if folder else None)
+    if not verdict.intact:
+        copy = chain.read_copy(path)
+        kept = _entries(copy, "engine copy", lambda m: None) if copy is not None else []
+        verdict = chain.verify(kept, chain.Tip.read(folder))
+        if verdict.intact:
+            warn(f"{os.path.basename(path)} does not hold the last record the engine wrote (cut, "
+                 "truncated or edited); reading the engine's copy in .git/autoresearch/ instead "
+                 "(the next `autoresearch run` puts the log back)")
+            return _unlinked(kept, verdict)
+        warn(f"{os.path.basename(path)} and the engine's copy both lost the last record the engine "
+             "wrote; reading the log as it is")
+        return [record for _, _, record in entries]
+    for number, why in verdict.foreign:
+        warn(f"{os.path.basename(path)}:{number}: skipped a line {why}")
+    return _unlinked(entries, verdict)
+
+
+def _unlinked(entries, verdict):
+    return [record for number, _, record in entries if number in verdict.accepted]
+
+
+def _entries(raw, name, warn):
+    """[(line number, raw line, record)] of the valid records in `raw`; a warning per bad line."""
+    entries = []
     for number, line in enumerate(raw.split(b"\n"), start=1):
         if not line.strip():
             continue
-        where = f"{os.path.basename(path)}:{number}"
+        where = f"{name}:{number}"
         try:
             record = json.loads(line.decode("utf-8"), parse_constant=_reject_constant)
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
@@ -98,8 +134,8 @@ def read(path, warn=None):
         if problem:
             warn(f"{where}: skipped invalid record ({problem})")
             continue
-        records.append(record)
-    return records
+        entries.append((number, line, record))
+    return entries
 
 
 STATUSES = ("keep", "discard", "crash", "timeout", "checks_failed")

@@ -40,11 +40,15 @@ def test_status_json_agrees_with_the_log(make):
 
 
 def test_status_is_the_same_from_a_copy_of_the_log(make, tmp_path):
-    """Nothing but the log (and session.json) feeds the status: a copy in another repo gives the same."""
+    """Nothing but the log (and session.json) feeds the status: a copy in another repo gives the same.
+    The log's hash chain is part of it: its tip and the engine's copy in .git/autoresearch/ go along
+    (a log copied alone is not the one the engine last wrote there, see tests/integrity)."""
     repo = make()
     _history(repo)
     other = make()
     shutil.copy(repo.root / "autoresearch.jsonl", other.root / "autoresearch.jsonl")
+    shutil.rmtree(other.root / ".git" / "autoresearch")
+    shutil.copytree(repo.root / ".git" / "autoresearch", other.root / ".git" / "autoresearch")
     a, b = repo.status(), other.status()
     assert {k: v for k, v in a.items()} == {k: v for k, v in b.items()}
 
