@@ -221,7 +221,7 @@ def _check_fixed(repo, config, source, head):
 
 
 def _full_commit(repo, record):
-    full = gitops.run_ref(repo.root, record.get("run"))
+    full = gitops.run_ref(repo.root, record.get("run"), record.get("ref"))
     if full:
         return full
     if record.get("commit"):
@@ -389,7 +389,7 @@ class Session:
             "threshold": None,
             "diagnosis": None,
             "run_dir": self.repo.rel(run_dir),
-            "ref": f"{gitops.RUNS_REF}/{run}",
+            "ref": f"{gitops.runs_ref(self.repo.root)}/{run}",
             "scope_hash": plan.scope_hash,
             "scope_lines": plan.scope_lines,
             "repeat_of": repeat_of,

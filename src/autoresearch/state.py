@@ -12,7 +12,7 @@ import fcntl
 import os
 import time
 
-from autoresearch import decide, gitops, log, runner
+from autoresearch import chain, decide, gitops, log, pending, runner
 from autoresearch.research import now_ms, read_json, write_json_atomic
 
 
@@ -89,15 +89,55 @@ def read_current(repo):
 
 
 def write_current(repo, data):
+    """current.json for every reader, and the engine's own copy in the git directory (the one
+    recovery trusts: a tool may write .autoresearch/current.json, not the engine's copy)."""
     os.makedirs(repo.state, exist_ok=True)
     write_json_atomic(repo.current, data)
+    copy = current_copy(repo)
+    if copy:
+        os.makedirs(os.path.dirname(copy), exist_ok=True)
+        write_json_atomic(copy, data)
+
+
+def current_copy(repo):
+    """Path of the engine's copy of current.json (None outside a git work tree)."""
+    folder = chain.state_dir(repo.log)
+    return os.path.join(folder, "current.json") if folder else None
 
 
 def clear_current(repo):
-    try:
-        os.unlink(repo.current)
-    except FileNotFoundError:
-        pass
+    for path in (current_copy(repo), repo.current):
+        if path:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+
+
+def needs_recovery(repo):
+    """True when a run may be unfinished or a result waits to be appended."""
+    copy = current_copy(repo)
+    return os.path.exists(repo.current) or bool(copy and os.path.exists(copy)) or pending.waiting(repo)
+
+
+def _trusted_current(repo, warn):
+    """The run-state the engine wrote, or None. current.json that the engine's copy does not
+    back (written by a tool, or changed since) is reported and ignored: it is never appended
+    from and no process it names is signalled."""
+    copy = current_copy(repo)
+    shown = read_json(repo.current)
+    if copy is None:
+        return shown
+    mine = read_json(copy)
+    if os.path.exists(repo.current) and shown != mine:
+        warn(f"{repo.rel(repo.current)} was not written by the engine (it differs from the engine's copy); "
+             "ignored it" + ("" if mine else " and removed it"))
+        if mine is None:
+            try:
+                os.unlink(repo.current)
+            except FileNotFoundError:
+                pass
+    return mine
 
 
 def process_start_time(pid):
@@ -115,20 +155,22 @@ def recover(repo, records, config, runs, segment, warn):
     Must be called with the lock held. Returns the crash record, or None if there was nothing
     to recover. Idempotent: a run whose record made it into the log is only cleaned up.
     """
-    current = read_current(repo)
+    flushed = pending.flush(repo, warn)
+    if flushed:
+        records = log.read(repo.log, warn=lambda m: None)
+        segs = log.segments(records)
+        runs = segs[-1][1] if segs else []
+    current = _trusted_current(repo, warn)
     if current is None:
-        if os.path.exists(repo.current):  # unreadable: torn by a crash before the rename
-            clear_current(repo)
-        return None
+        if os.path.exists(repo.current) or (current_copy(repo) and os.path.exists(current_copy(repo))):
+            clear_current(repo)  # unreadable: torn by a crash before the rename
+        return flushed or None
     run = current.get("run")
     if not isinstance(run, int) or isinstance(run, bool) or run < 1:
         warn(f"{repo.rel(repo.current)} names no valid run ({run!r}); removed it")
         clear_current(repo)
         return None
-    child = current.get("child_pid")
-    if isinstance(child, int) and child > 1 and current.get("child_start") \
-            and process_start_time(child) == current.get("child_start"):
-        runner.kill_group(child)
+    _stop_the_run(current)
     recorded = {r.get("run") for r in records if log.is_run(r)}
     target = _restore_target(repo, runs, current)
     crash = None
@@ -141,9 +183,10 @@ def recover(repo, records, config, runs, segment, warn):
             except gitops.GitError as exc:  # the commit is gone: record the crash without it
                 warn(f"run {run}: could not keep its commit {str(commit)[:7]} ({exc})")
                 commit = None
-        pending = current.get("pending")
-        if isinstance(pending, dict) and pending.get("run") not in recorded:
-            log.append(repo.log, pending, warn=warn)
+        waiting = current.get("pending")
+        if isinstance(waiting, dict) and waiting.get("run") not in recorded:
+            # A borderline win waiting for its confirmation: never confirmed, so never a keep.
+            log.append(repo.log, dict(waiting, status="discard"), warn=warn)
         started = current.get("started")
         started = started if isinstance(started, (int, float)) and not isinstance(started, bool) else now_ms()
         crash = {
@@ -164,7 +207,7 @@ def recover(repo, records, config, runs, segment, warn):
             "threshold": None,
             "diagnosis": None,
             "run_dir": repo.rel(repo.run_dir(run)),
-            "ref": f"{gitops.RUNS_REF}/{run}" if commit else None,
+            "ref": f"{gitops.runs_ref(repo.root)}/{run}" if commit else None,
             "scope_hash": current.get("scope_hash"),
             "scope_lines": current.get("scope_lines"),
             "repeat_of": current.get("repeat_of"),
@@ -178,7 +221,28 @@ def recover(repo, records, config, runs, segment, warn):
     except gitops.GitError as exc:
         warn(f"could not put HEAD back at the best commit ({exc}); check `git status`")
     clear_current(repo)
-    return crash
+    return crash or flushed or None
+
+
+def _stop_the_run(current):
+    """Kill what the dead run left running, and nothing else: the recorded child only when it is
+    the process the engine started (same kernel start time, leading its own process group,
+    carrying the run's token), and any process carrying the run's token (setsid daemons)."""
+    child = current.get("child_pid")
+    token = current.get("token")
+    if isinstance(child, int) and not isinstance(child, bool) and child > 1 and current.get("child_start") \
+            and process_start_time(child) == current.get("child_start") and _leads_group(child) \
+            and (not token or runner.has_token(child, token)):
+        runner.kill_group(child)
+    if isinstance(token, str) and len(token) >= 16:
+        runner.kill_orphans(token)
+
+
+def _leads_group(pid):
+    try:
+        return os.getpgid(pid) == pid
+    except OSError:
+        return False
 
 
 def _restore(repo, target, warn):
@@ -198,7 +262,7 @@ def _restore(repo, target, warn):
 def _restore_target(repo, runs, current):
     best = decide.incumbent(runs)
     if best is not None:
-        full = gitops.run_ref(repo.root, best.get("run"))
+        full = gitops.run_ref(repo.root, best.get("run"), best.get("ref"))
         if full:
             return full
         if best.get("commit"):
