@@ -17,7 +17,8 @@ import signal
 import sys
 from dataclasses import dataclass
 
-from autoresearch import cli, decide, gitops, log, metrics, output, research, runner, state
+from autoresearch import (cli, decide, gitops, integrity, log, output, pending as waiting, preflight, research,
+                          runner, state, workspace)
 from autoresearch.research import now_ms
 
 TAIL_LINES = 20
@@ -83,6 +84,7 @@ def cmd_run(args):
     try:
         records, config, runs, segment = research.load(repo, warn=output.warn)
         research.require_config(config)
+        preflight.check(repo, config, output_cap(config))
         if state.recover(repo, records, config, runs, segment, output.warn):
             records, config, runs, segment = research.load(repo, warn=lambda m: None)
         plan = _plan(repo, config, runs, args)
@@ -161,7 +163,10 @@ def _plan(repo, config, runs, args):
     base = best_full or head
     if best_full and head != best_full and not gitops.is_ancestor(root, best_full, head):
         raise cli.Refused(f"HEAD is not at the best commit {best.get('commit')} (run {best['run']}) or after it; "
-                          f"`git checkout {best.get('commit')}` and make your change there")
+                          f"`git reset --keep {best.get('commit')}` (moves the branch back, keeps your edits) "
+                          "and make your change there")
+    if best_full and head != best_full:
+        _refuse_failed_on_branch(repo, runs, best_full, head)
     _check_fixed(repo, config, best_full or config.get("start_commit") or head, head)
     scope = config.get("scope") or []
     changed = gitops.changed_tracked(root, base)
@@ -198,6 +203,19 @@ def _plan(repo, config, runs, args):
     if budget:
         count = min(count, budget - len(runs))
     return Plan(base, best_full, commit_scope, repeat_of, count, scope_hash, scope_lines)
+
+
+def _refuse_failed_on_branch(repo, runs, best_full, head):
+    """A commit of a run that was not kept (a crash whose reset failed) must not become part of
+    the next experiment: refuse while one sits between the best commit and HEAD."""
+    between = set((gitops.git(repo.root, "rev-list", f"{best_full}..{head}", check=False) or "").split())
+    failed = {r.get("commit"): r for r in runs if r.get("status") != "keep" and r.get("commit")}
+    for full in between:
+        record = failed.get(gitops.short(full))
+        if record is not None:
+            raise cli.Refused(f"the branch holds the commit of run {record['run']} ({record.get('status')}), "
+                              f"which was not kept; `git reset --keep {best_full[:7]}` to drop it "
+                              "(your uncommitted edits stay), then run again")
 
 
 def _check_fixed(repo, config, source, head):
@@ -306,17 +324,34 @@ class Session:
 
         self._announce(run, repeat_of, pending)
         timeout = float(config.get("timeout_s") or 0) or None
+        ws = workspace.open_for(repo, config, run, commit, run_dir, env)
         try:
-            result = runner.run(config["command"], repo.root, env, out_path, timeout,
-                                echo=self._echo(), on_start=started)
+            current["token"] = ws.token
+            state.write_current(repo, current)
+            guard = integrity.record(repo, config, ws.cwd)
+            return self._measure_in(ws, guard, plan, run, commit, repeat_of, pending, current, run_dir,
+                                    out_path, timeout, started)
+        finally:
+            ws.close()
+
+    def _measure_in(self, ws, guard, plan, run, commit, repeat_of, pending, current, run_dir, out_path,
+                    timeout, started):
+        config = self.config
+        found = runner.MetricLines()
+        try:
+            result = runner.run(config["command"], ws.cwd, ws.env, out_path, timeout, echo=self._echo(),
+                                on_start=started, cap_bytes=output_cap(config), on_line=found,
+                                preexec=ws.preexec)
         except Interrupted as exc:
             self.interrupted = exc
             result = runner.Result(None, False, (now_ms() - current["started"]) / 1000)
-        text = _read_text(out_path)
-        found, warnings = metrics.parse(text)
+        warnings = found.all_warnings()
         for w in warnings:
             output.warn(f"run {run}: {w}")
+        found = found.found
         record = self._base_record(run, commit, plan, repeat_of, found, result, run_dir)
+        if result.output_cut:
+            record["output_cut_bytes"] = result.output_cut
         decision = None
         name = config.get("metricName")
         if self.interrupted is not None:
@@ -329,13 +364,25 @@ class Session:
             bad = [w for w in warnings if f"METRIC {name}=" in w or f"METRIC {name} " in w]
             self._fail(record, "crash", f"no valid METRIC {name}=<number> line in the output"
                        + (f" ({bad[-1]})" if bad else ""))
-        elif not self._checks(record, run_dir, env, current):
-            pass
         else:
+            self._checks(record, run_dir, ws, current)
+        # The guard: whatever the outcome so far, a run that changed what decides is `tampered`.
+        changes = integrity.verify(self.repo, guard, current, state.current_copy(self.repo))
+        if changes:
+            failed = integrity.restore(self.repo, guard, changes, current, state.current_copy(self.repo), commit)
+            self._tampered(record, changes, failed)
+        elif record["status"] is None:
             prior = self.runs + ([dict(pending, status="discard")] if pending else [])
             decision = decide.decide(prior, record, self.rules, plan.scope_lines, confirmed=pending is not None)
             self._apply(record, decision)
         return record, decision, commit
+
+    def _tampered(self, record, changes, failed):
+        what = integrity.summary(changes)
+        self._fail(record, "tampered", f"the run changed what decides: {what}; restored by the engine, never kept"
+                   + (f"; could not restore: {', '.join(failed)}" if failed else ""))
+        record["metric"] = None
+        record["tampered"] = [c.text() for c in changes]
 
     def _commit(self, plan, run):
         root = self.repo.root
@@ -345,8 +392,8 @@ class Session:
             return gitops.commit_paths(root, message, scope)
         return gitops.head(root)
 
-    def _checks(self, record, run_dir, env, current):
-        """Run the checks command; True when there is none or it passes."""
+    def _checks(self, record, run_dir, ws, current):
+        """Run the checks command (in the run's snapshot); True when there is none or it passes."""
         command = self.config.get("checks")
         if not command:
             return True
@@ -355,7 +402,8 @@ class Session:
         path = os.path.join(run_dir, "checks.log")
         timeout = float(self.config.get("checks_timeout_s") or 300)
         try:
-            result = runner.run(command, self.repo.root, env, path, timeout, echo=None)
+            result = runner.run(command, ws.cwd, ws.env, path, timeout, echo=None,
+                                cap_bytes=output_cap(self.config), preexec=ws.preexec)
         except Interrupted as exc:
             self.interrupted = exc
             self._fail(record, "crash", f"engine interrupted by {exc} during the checks")
@@ -476,20 +524,56 @@ class Session:
         clean = _clean(record)
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, TRAPPED)
         try:
-            log.append(self.repo.log, clean, warn=output.warn)
+            try:
+                log.append(self.repo.log, clean, warn=output.warn)
+            except OSError as exc:
+                self._keep_waiting(record, clean, exc)
             self.records.append(clean)
             self.runs.append(clean)
             self.done.append(record)
             if record["status"] != "keep":
                 self._restore_best()
+            else:
+                self._note_edits(gitops.head(self.repo.root))
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+    def _keep_waiting(self, record, clean, exc):
+        """The log cannot take the record (disk full, read-only): it waits, never lost, and
+        HEAD still goes back to the best commit (a failed run never stays on the branch)."""
+        where = waiting.save(self.repo, clean)
+        if record["status"] != "keep":
+            try:
+                self.runs.append(clean)
+                self._restore_best()
+            except (gitops.GitError, OSError):
+                pass  # current.json stays: the next engine call finishes the reset
+        kept = (f"it waits in {self.repo.rel(where)} and the next `autoresearch run` or `status` appends it"
+                if where else f"it is printed here: {json.dumps(clean, ensure_ascii=False)}")
+        raise cli.Refused(f"run {record['run']} ({record['status']}) was measured but the log cannot be written "
+                          f"({exc.strerror or exc}); {kept}; free space or fix the log's permissions") from None
 
     def _restore_best(self):
         best = decide.incumbent(self.runs)
         target = _full_commit(self.repo, best) if best else (state.read_current(self.repo) or {}).get("base")
-        if target and gitops.head(self.repo.root) != target:
-            gitops.reset_hard(self.repo.root, target)
+        head = gitops.head(self.repo.root)
+        if target and head != target:
+            if self._note_edits(head):
+                # Edits made while the run was in flight: HEAD and the index go back, the files stay.
+                gitops.git(self.repo.root, "reset", "-q", "--mixed", target)
+            else:
+                gitops.reset_hard(self.repo.root, target)
+
+    def _note_edits(self, commit):
+        """True (and a line in the result) when the work tree moved on from the run's commit
+        while it ran: those edits are kept, uncommitted, for the next run."""
+        changed = gitops.changed_tracked(self.repo.root, commit) if commit else []
+        if changed:
+            shown = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
+            note = f"your edits made while the run was in flight are kept, uncommitted: {shown}"
+            if note not in self.notes:
+                self.notes.append(note)
+        return bool(changed)
 
     def _echo(self):
         if self.args.quiet:
@@ -543,12 +627,23 @@ class Session:
         if noise["source"] == "repeats":
             lines.append(f"noise: threshold {noise['threshold']:.4g} (MAD {noise['mad']:.4g} "
                          f"from {noise['samples']} repeated measurements)")
+        lines.extend(self.notes)
         if self.interrupted is not None:
             lines.append(f"interrupted by {self.interrupted}: recorded, HEAD at the best commit")
         else:
             lines.append(f"next: edit {' '.join(self.config.get('scope') or [])}, then "
                          'autoresearch run -m "what you changed"')
         return "\n".join(lines)
+
+
+def output_cap(config):
+    """Bytes output.log may hold (config `output_cap_mb`, default runner.DEFAULT_CAP_MB; 0: no cap)."""
+    mb = config.get("output_cap_mb", runner.DEFAULT_CAP_MB)
+    try:
+        mb = float(mb)
+    except (TypeError, ValueError):
+        mb = runner.DEFAULT_CAP_MB
+    return int(mb * (1 << 20)) if mb > 0 else None
 
 
 def _clean(record):

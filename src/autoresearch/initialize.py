@@ -43,6 +43,9 @@ def add_parsers(sub):
     p.add_argument("--fixed", nargs="*", metavar="PATH",
                    help="files that must not change (default: prepare.py and autoresearch.sh, if they exist)")
     p.add_argument("--timeout", type=_positive, metavar="S", help="seconds before a run is killed (default 600)")
+    p.add_argument("--output-cap", type=_non_negative, metavar="MB", default=None,
+                   help="most of a run's output kept in output.log: its head and tail, the cut marked "
+                        "(default 32; 0 = no cap)")
     p.add_argument("--checks", metavar="CMD", help="a command that must pass after a successful benchmark")
     p.add_argument("--checks-timeout", type=_positive, metavar="S", default=DEFAULT_CHECKS_TIMEOUT,
                    help="seconds the checks command may take (default %(default)s)")
@@ -275,6 +278,7 @@ def _header(repo, args, s, segment):
         "timeout_s": s["timeout"],
         "checks": args.checks,
         "checks_timeout_s": args.checks_timeout,
+        "output_cap_mb": args.output_cap if args.output_cap is not None else 32,
         "max_iterations": args.max_iterations,
         "noise_runs": args.noise_runs,
         "rule": {"min_delta": args.min_delta, "z": args.noise_z, "implausible_gain": s["implausible_gain"]},
@@ -298,6 +302,8 @@ def _summary(h, copied, committed, segment):
         lines.append(f"  copied the template: {' '.join(copied)}")
     if committed:
         lines.append(f"  committed {committed[:7]}")
+    from autoresearch import sandbox
+    lines.append("  " + sandbox.describe())
     if h["noise_runs"] > 1:
         lines.append(f"  the baseline will run {h['noise_runs']} times to measure noise")
     if h.get("template") == "ml":

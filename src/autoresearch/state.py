@@ -12,7 +12,7 @@ import fcntl
 import os
 import time
 
-from autoresearch import chain, decide, gitops, log, pending, runner
+from autoresearch import chain, decide, gitops, log, pending, runner, workspace
 from autoresearch.research import now_ms, read_json, write_json_atomic
 
 
@@ -155,6 +155,7 @@ def recover(repo, records, config, runs, segment, warn):
     Must be called with the lock held. Returns the crash record, or None if there was nothing
     to recover. Idempotent: a run whose record made it into the log is only cleaned up.
     """
+    workspace.sweep(repo)
     flushed = pending.flush(repo, warn)
     if flushed:
         records = log.read(repo.log, warn=lambda m: None)
