@@ -310,8 +310,6 @@ class Session:
             current["commit"] = commit
         gitops.set_run_ref(repo.root, run, commit)
         _write_text(os.path.join(run_dir, "diff.patch"), gitops.diff_patch(repo.root, commit))
-        current["phase"] = "benchmark"
-        state.write_current(repo, current)
         out_path = os.path.join(run_dir, "output.log")
         env = dict(os.environ)
         env.update({"AUTORESEARCH_RUN": str(run), "AUTORESEARCH_RUN_DIR": os.path.abspath(run_dir),
@@ -326,7 +324,7 @@ class Session:
         timeout = float(config.get("timeout_s") or 0) or None
         ws = workspace.open_for(repo, config, run, commit, run_dir, env)
         try:
-            current["token"] = ws.token
+            current.update(phase="benchmark", token=ws.token)
             state.write_current(repo, current)
             guard = integrity.record(repo, config, ws.cwd)
             return self._measure_in(ws, guard, plan, run, commit, repeat_of, pending, current, run_dir,

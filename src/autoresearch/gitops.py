@@ -119,7 +119,17 @@ def reset_hard(repo, commit):
 
 
 def branch_ref(repo):
-    """"refs/heads/NAME" of the checked-out branch, or None on a detached HEAD."""
+    """"refs/heads/NAME" of the checked-out branch, or None on a detached HEAD (read from the
+    HEAD file itself when it can be: no git process)."""
+    from autoresearch import chain
+    folder = chain.git_dir(repo)
+    if folder:
+        try:
+            with open(os.path.join(folder, "HEAD"), encoding="utf-8") as f:
+                text = f.read().strip()
+            return text[len("ref:"):].strip() if text.startswith("ref:") else None
+        except OSError:
+            pass
     return git(repo, "symbolic-ref", "-q", "HEAD", check=False)
 
 

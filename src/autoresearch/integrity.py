@@ -94,14 +94,14 @@ def record(repo, config, snapshot_dir=None):
         for name in config.get("fixed") or {}:
             snap.append(FileState.of(os.path.join(snapshot_dir, name), f"fixed file {name} (in the run's snapshot)",
                                      restore=False))
-    return Guard(root, files, gitops.head(root), gitops.branch_ref(root), _refs(root), snap)
-
-
-def _refs(root):
     branch = gitops.branch_ref(root)
-    out = gitops.git(root, "for-each-ref", "--format=%(refname) %(objectname)", "refs/autoresearch/",
-                     *([branch] if branch else []), check=False) or ""
-    return dict(line.split(" ", 1)[::1] for line in out.splitlines() if " " in line)
+    refs = _refs_for(root, branch)
+    return Guard(root, files, _head(root, branch, refs), branch, refs, snap)
+
+
+def _head(root, branch, refs):
+    """HEAD's commit: the branch's, from the refs just read (one git call less), or git's."""
+    return refs.get(branch) if branch and branch in refs else gitops.head(root)
 
 
 def verify(repo, guard, current=None, state_copy=None):
@@ -120,13 +120,13 @@ def verify(repo, guard, current=None, state_copy=None):
                             (state_copy, "the engine's copy of the run-state")):
             if path and _read(path) != expected:
                 changes.append(Change(label, "changed"))
-    head = gitops.head(guard.root)
+    branch = gitops.branch_ref(guard.root)
+    refs = _refs_for(guard.root, guard.branch)
+    head = _head(guard.root, branch, refs) if branch == guard.branch else gitops.head(guard.root)
     if head != guard.head:
         changes.append(Change("HEAD", f"moved from {str(guard.head)[:7]} to {str(head)[:7]}"))
-    branch = gitops.branch_ref(guard.root)
     if branch != guard.branch:
         changes.append(Change("the checked-out branch", f"switched from {guard.branch} to {branch or 'a detached HEAD'}"))
-    refs = _refs_for(guard.root, guard.branch)
     for name in sorted(set(refs) | set(guard.refs)):
         if refs.get(name) != guard.refs.get(name):
             how = ("created" if name not in guard.refs else "deleted" if name not in refs

@@ -27,7 +27,7 @@ def _git_state(repo):
         what, how = busy
         raise cli.Refused(f"{what} is in progress in this repository; finish it first (`{how}`), then run again")
     if gitops.branch_ref(repo.root) is None and gitops.head(repo.root):
-        short = gitops.head(repo.root)[:7]
+        short = gitops.head(repo.root)[:7]  # (git is asked only on a detached HEAD)
         raise cli.Refused(f"HEAD is detached (at {short}): a kept run would land on no branch; "
                           f"`git switch -c research {short}` (or `git switch BRANCH`), then run again")
 

@@ -127,14 +127,16 @@ def scope_fingerprint(repo, scope):
     return h.hexdigest()[:16], lines
 
 
-def write_json_atomic(path, data):
-    """Write JSON so that readers see the old file or the new one, never half of one."""
+def write_json_atomic(path, data, durable=True):
+    """Write JSON so that readers see the old file or the new one, never half of one.
+    `durable`: fsync before the rename (off for a copy that another durable file backs)."""
     tmp = f"{path}.tmp.{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(data, f, indent=1, sort_keys=True)
         f.write("\n")
         f.flush()
-        os.fsync(f.fileno())
+        if durable:
+            os.fsync(f.fileno())
     os.replace(tmp, path)
 
 

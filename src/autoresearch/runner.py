@@ -18,14 +18,11 @@
   whatever the command prints.
 """
 
-import ctypes
 import os
-import secrets
 import select
 import signal
 import subprocess
 import time
-from collections import deque
 from dataclasses import dataclass
 
 GRACE_S = 2.0
@@ -50,7 +47,7 @@ class Result:
 
 
 def new_token():
-    return secrets.token_hex(16)
+    return os.urandom(16).hex()
 
 
 def run(command, cwd, env, log_path, timeout_s, echo=None, on_start=None, cap_bytes=None,
@@ -302,6 +299,7 @@ def set_subreaper(on):
     if not os.path.isdir("/proc"):
         return False
     try:
+        import ctypes
         libc = ctypes.CDLL(None, use_errno=True)
         return libc.prctl(PR_SET_CHILD_SUBREAPER, 1 if on else 0, 0, 0, 0) == 0
     except (OSError, AttributeError):

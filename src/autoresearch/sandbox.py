@@ -21,7 +21,6 @@ Where Landlock is missing, the engine says so once at `init` and relies on detec
 (integrity.py): each change is found after the run, undone, and the run recorded `tampered`.
 """
 
-import ctypes
 import os
 import struct
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ SCOPE_SIGNAL = 1 << 1
 
 
 def _libc():
+    import ctypes
     return ctypes.CDLL(None, use_errno=True)
 
 
@@ -45,6 +45,7 @@ def abi():
     """The Landlock ABI version of this kernel, or 0 when there is none (or not Linux)."""
     if not os.path.isdir("/proc"):
         return 0
+    import ctypes
     try:
         libc = _libc()
         libc.syscall.restype = ctypes.c_long
@@ -73,6 +74,7 @@ class Confinement:
 
     def preexec(self):
         """In the child, before exec: no new privileges, then the rule set."""
+        import ctypes
         libc = _libc()
         libc.syscall.restype = ctypes.c_long
         if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
@@ -96,6 +98,7 @@ def confine(protected, closed_dirs, writable):
     version = abi()
     if not version:
         return None
+    import ctypes
     handled = WRITE_FILE | REMOVE_DIR | REMOVE_FILE | MAKE
     if version >= 2:
         handled |= REFER
@@ -143,8 +146,8 @@ def _grants(stops, guarded, open_dirs):
             path = os.path.join(folder, entry.name)
             if path in guarded or path in seen:
                 continue
-            real = os.path.realpath(path)
-            if real != path:
+            if entry.is_symlink():
+                real = os.path.realpath(path)
                 # A symlink: grant its target only when that is neither protected nor on the way.
                 if real in stops or _beneath(real, guarded) or ancestor_of_stop(real):
                     continue
@@ -168,6 +171,7 @@ def _beneath(path, folders):
 
 
 def _add(libc, ruleset, path, handled, file_rights):
+    import ctypes
     try:
         fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
     except OSError:

@@ -92,11 +92,11 @@ def write_current(repo, data):
     """current.json for every reader, and the engine's own copy in the git directory (the one
     recovery trusts: a tool may write .autoresearch/current.json, not the engine's copy)."""
     os.makedirs(repo.state, exist_ok=True)
-    write_json_atomic(repo.current, data)
     copy = current_copy(repo)
     if copy:
         os.makedirs(os.path.dirname(copy), exist_ok=True)
         write_json_atomic(copy, data)
+    write_json_atomic(repo.current, data, durable=copy is None)
 
 
 def current_copy(repo):
