@@ -348,6 +348,7 @@ class Session:
             output.warn(f"run {run}: {w}")
         found = found.found
         record = self._base_record(run, commit, plan, repeat_of, found, result, run_dir)
+        record["sandbox"] = workspace.sandbox_name(ws)
         if result.output_cut:
             record["output_cut_bytes"] = result.output_cut
         decision = None

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from autoresearch import chain, runner, sandbox, snapshot
 
 SNAPSHOTS = "snapshots"
+SWITCH = "AUTORESEARCH_SANDBOX"   # "off": detection alone (to debug a benchmark; the record says so)
 NOT_LINKED = ["autoresearch.jsonl", "autoresearch.md", "autoresearch.ideas.md", ".autoresearch/"]
 
 
@@ -59,11 +60,17 @@ def open_for(repo, config, run, commit, run_dir, env):
     token = runner.new_token()
     env = dict(env, TMPDIR=tmp, **{runner.TOKEN_VAR: token})
     ws = Workspace(dest, env, token, tmp)
-    try:
-        ws.confinement = _confine(repo, config, dest, run_dir, tmp)
-    except OSError:
-        ws.confinement = None  # detection alone (integrity.py) still holds
+    if os.environ.get(SWITCH, "").lower() not in ("off", "0", "no"):
+        try:
+            ws.confinement = _confine(repo, config, dest, run_dir, tmp)
+        except OSError:
+            ws.confinement = None  # detection alone (integrity.py) still holds
     return ws
+
+
+def sandbox_name(ws):
+    """What the record says about the sandbox of its run."""
+    return f"landlock-{ws.confinement.version}" if ws.confinement else "none"
 
 
 def _confine(repo, config, dest, run_dir, tmp):
