@@ -142,12 +142,15 @@ def benchmark_command(repo, limit=256 * 2 ** 10):
     return command
 
 
-def for_run(repo, run_dir, status, metrics=None, best_metric=None, direction=None, reason=None):
-    """Diagnose one finished run of the engine; never raises on missing or odd files."""
+def for_run(repo, run_dir, status, metrics=None, best_metric=None, direction=None, reason=None, command=None):
+    """Diagnose one finished run of the engine; never raises on missing or odd files.
+
+    `command` is the benchmark command (read from `repo`'s autoresearch.jsonl when not given);
+    it only words the explanation of a benchmark that is not the ML template."""
     log_text = read_log(os.path.join(run_dir, "output.log"))
     config = read_config(repo)
     profile = build_profile(run_dir, status, reason, metrics, best_metric, direction)
-    command = benchmark_command(repo)
+    command = command if isinstance(command, str) and command else benchmark_command(repo)
     if command:
         profile["command"] = command
     try:
