@@ -492,10 +492,9 @@ class Session:
             gitops.reset_hard(self.repo.root, target)
 
     def _echo(self):
-        if self.args.quiet:
+        if self.args.quiet or output.wants_json(self.args):   # --json: the one object, nothing else
             return None
-        stream = sys.stderr if output.wants_json(self.args) else sys.stdout
-        return getattr(stream, "buffer", None)
+        return getattr(sys.stdout, "buffer", None)
 
     def _announce(self, run, repeat_of, pending):
         what = (f"confirming run {pending['run']}" if pending else

@@ -1,4 +1,4 @@
-"""`status`, `brief` and `export`: the state of the research, computed from the log alone.
+"""`status` and `brief`: the state of the research, computed from the log alone.
 
 `compute()` is the one source: `status --json` prints it, `brief` condenses it for a fresh
 context (the hooks inject it), and the report and the Stop hook read the same keys. Only
@@ -7,7 +7,6 @@ context (the hooks inject it), and the report and the Stop hook read the same ke
 
 import argparse
 import os
-import sys
 
 from autoresearch import cli, decide, log, output, research, state
 
@@ -32,15 +31,6 @@ def add_parsers(sub):
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_brief)
-    p = sub.add_parser("export", help="export the results (karpathy's results.tsv)",
-                       description="Write the segment's runs as results.tsv with karpathy/autoresearch's "
-                                   "five columns: commit, <metric>, memory_gb, status, description.",
-                       epilog="example:\n  autoresearch export --tsv results.tsv",
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--tsv", required=True, metavar="FILE", help="output file (- for stdout)")
-    p.add_argument("--segment", type=int, metavar="K", help="which segment (default: the current one)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(func=cmd_export)
 
 
 def compute(repo, warn=None):
@@ -252,53 +242,3 @@ def cmd_brief(args):
     else:
         print(text)
     return cli.EXIT_OK
-
-
-# --- export ---
-
-def cmd_export(args):
-    repo = research.find()
-    records = log.read(repo.log, warn=output.warn)
-    segs = log.segments(records)
-    if not segs:
-        raise cli.Refused(f"{log.LOG_NAME} has no runs to export")
-    index = len(segs) - 1 if args.segment is None else args.segment
-    if not 0 <= index < len(segs):
-        raise cli.UsageError(f"--segment {args.segment}: the log has segments 0..{len(segs) - 1}")
-    config, runs = segs[index]
-    text = tsv(config, runs)
-    if args.tsv == "-":
-        if output.wants_json(args):  # stdout is the one JSON object: the TSV goes inside it
-            output.emit(args, None, {"ok": True, "path": None, "tsv": text, "rows": len(runs), "segment": index})
-        else:
-            sys.stdout.write(text)
-        return cli.EXIT_OK
-    path = os.path.abspath(args.tsv)
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
-    output.emit(args, f"wrote {len(runs)} runs to {args.tsv}",
-                {"ok": True, "path": path, "rows": len(runs), "segment": index})
-    return cli.EXIT_OK
-
-
-def tsv(config, runs):
-    """karpathy's results.tsv: commit, <metric>, memory_gb, status (keep|discard|crash), description."""
-    metric = (config or {}).get("metricName") or "val_bpb"
-    rows = [f"commit\t{metric}\tmemory_gb\tstatus\tdescription"]
-    for r in runs:
-        status = r.get("status")
-        tsv_status = {"keep": "keep", "discard": "discard", "checks_failed": "discard"}.get(status, "crash")
-        crashed = tsv_status == "crash"
-        value = r.get("metric")
-        memory = (r.get("metrics") or {}).get("peak_vram_mb")
-        rows.append("\t".join([
-            str(r.get("commit") or "0000000")[:7],
-            f"{0.0 if crashed or not isinstance(value, (int, float)) else value:.6f}",
-            f"{0.0 if crashed or not isinstance(memory, (int, float)) else memory / 1024:.1f}",
-            tsv_status,
-            " ".join(str(r.get("description") or "").split()) + (
-                f" (re-measurement of run {r.get('repeat_of')})" if decide.is_remeasurement(runs, r) else ""),
-        ]))
-    return "\n".join(rows) + "\n"
