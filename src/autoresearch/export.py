@@ -74,7 +74,7 @@ def cmd_export(args):
     data = {"ok": True, "format": kind, "path": None, "rows": len(runs), "segment": index}
     if target == "-":
         if output.wants_json(args):   # stdout is the one JSON object: the export goes inside it
-            output.emit(args, None, dict(data, text=text, **({"tsv": text} if kind == "tsv" else {})))
+            output.emit(args, None, dict(data, **{"tsv" if kind == "tsv" else "jsonl": text}))
         else:
             sys.stdout.write(text)
         return cli.EXIT_OK

@@ -58,6 +58,7 @@ def compute(repo, warn=None):
         "counts": counts,
         # Discards that re-measured kept code (noise samples), included in counts["discard"].
         "remeasurements": sum(1 for r in runs if decide.is_remeasurement(runs, r)),
+        "keep_rate": keep_rate(counts),
         "baseline": _summary(runs, base),
         "best": _summary(runs, best),
         "noise": ({"threshold": stats["threshold"], "mad": stats["mad"], "samples": stats["samples"]}
@@ -76,6 +77,13 @@ def compute(repo, warn=None):
         "command": config.get("command"),
         "policies": config.get("policies") or {},
     }
+
+
+def keep_rate(counts):
+    """Kept runs over decided ones, as karpathy's notebook counts them: a timeout is a discard
+    (his program.md), a crash or failed check is not decided. None before any decision."""
+    decided = counts.get("keep", 0) + counts.get("discard", 0) + counts.get("timeout", 0)
+    return counts.get("keep", 0) / decided if decided else None
 
 
 def _summary(runs, record):
@@ -161,7 +169,9 @@ def status_text(s):
     lines = [f"{s['name'] or 'autoresearch'} — segment {s['segment']}, {s['direction']} "
              f"{s['metric_name']} is better",
              f"runs: {s['runs']} this segment ({s['total_runs']} total): " +
-             ", ".join(f"{k} {v}" for k, v in c.items()) + _remeasured(s)]
+             ", ".join(f"{k} {v}" for k, v in c.items()) + _remeasured(s)
+             + (f"; keep rate {s['keep_rate']:.1%} (kept of kept, discarded and timed out)"
+                if s.get("keep_rate") is not None else "")]
     if s["baseline"]:
         b = s["baseline"]
         lines.append(f"baseline: run {b['run']} ({b['commit']}) {_fmt(b['metric'], unit)}")
