@@ -43,7 +43,8 @@ SAMPLE_MAX_CHARS = 6_000
 # energy_j is read for the energy figure and then dropped from the page.
 STEP_KEYS = ("step", "elapsed_s", "loss", "lr_mult", "grad_norm", "tok_per_s", "mfu", "mem_mb", "power_w",
              "energy_j")
-FAILED = ("crash", "timeout", "checks_failed")
+FAILED = ("crash", "timeout", "checks_failed", "tampered")
+RATE_MIN_HOURS, RATE_MIN_RUNS = 0.5, 4   # runs per hour is shown over at least this span and runs
 _NUMBER = (int, float)
 _PLAIN = {int, float, type(None)}
 DEFAULT_KWH_PRICE = 0.30
@@ -307,7 +308,9 @@ def overall_summary(runs, segments, kwh_price):
         "counts": counts,
         "failed": sum(counts.get(s, 0) for s in FAILED),
         "spanHours": span_h,
-        "runsPerHour": (len(stamps) - 1) / span_h if span_h else None,
+        # a rate only over a span where it means something (not "94.7 per hour over 0.0 h")
+        "runsPerHour": (len(stamps) - 1) / span_h if span_h and span_h >= RATE_MIN_HOURS
+        and len(stamps) >= RATE_MIN_RUNS else None,
         "gpuHours": sum(durations) / 3600 if durations else None,
         "runsWithDuration": len(durations),
         "longestNoKeep": longest,
@@ -685,8 +688,10 @@ def progress_png(model, plt):
 
 
 def y_range(runs, direction):
-    """A y range that shows every kept run and most others (the worst outliers squash the chart)."""
-    values = sorted(r["metric"] for r in runs if r["metric"] is not None)
+    """A y range that shows every kept run and most other measurements: the worst outliers and a
+    failed run's value (not a result) would squash the chart; the page marks those at the edge."""
+    values = sorted(r["metric"] for r in runs if r["metric"] is not None and r["status"] in ("keep", "discard")) \
+        or sorted(r["metric"] for r in runs if r["metric"] is not None)
     if not values:
         return None, None
     kept = [r["metric"] for r in runs if r["status"] == "keep" and r["metric"] is not None] or values
