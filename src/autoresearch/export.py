@@ -136,16 +136,28 @@ def tsv(config, runs, as_val_bpb=False, notes=None):
         notes.append(f"{metric} is higher-is-better, but the notebook takes the lowest kept value as the best "
                      "and draws the running minimum: its best and its chart will be wrong for this segment")
     rows = [f"commit\t{column}\tmemory_gb\tstatus\tdescription"]
+    codes = _measurements_by_code(runs)
     for r in runs:
-        rows.append("\t".join(_tsv_row(runs, r)))
+        rows.append("\t".join(_tsv_row(runs, r, codes)))
     if not higher:
-        notes.extend(_notebook_mismatch(runs))
+        notes.extend(_notebook_mismatch(runs, codes))
     return "\n".join(rows) + "\n"
 
 
-def _tsv_row(runs, r):
+def _measurements_by_code(runs):
+    """Each code's measurements, in one pass (value_of per row would be quadratic at 50k runs)."""
+    codes = {}
+    for r in runs:
+        if decide.is_measurement(r):
+            codes.setdefault(decide.code_key(r), []).append(r["metric"])
+    return codes
+
+
+def _tsv_row(runs, r, codes):
     status = TSV_STATUS.get(r.get("status"), "crash")
-    value = decide.value_of(runs, r) if r.get("status") == "keep" else r.get("metric")
+    measured = codes.get(decide.code_key(r)) or []
+    value = (decide.median(measured) if measured else r.get("metric")) if r.get("status") == "keep" \
+        else r.get("metric")
     has_value = status != "crash" and r.get("status") != "timeout" and log._is_finite(value)
     memory = (r.get("metrics") or {}).get("peak_vram_mb")
     if status == "crash":
@@ -153,14 +165,14 @@ def _tsv_row(runs, r):
     else:
         shown_value = f"{value:.6f}" if has_value else ""
         shown_memory = f"{memory / 1024:.1f}" if has_value and log._is_finite(memory) else ""
-    return [str(r.get("commit") or "0000000")[:7], shown_value, shown_memory, status, _tsv_description(runs, r)]
+    return [str(r.get("commit") or "0000000")[:7], shown_value, shown_memory, status,
+            _tsv_description(runs, r, len(measured))]
 
 
-def _tsv_description(runs, r):
+def _tsv_description(runs, r, n):
     text = " ".join(str(r.get("description") or "").split())
     status = r.get("status")
     if status == "keep":
-        n = len(decide.measurements(runs, decide.code_key(r)))
         if n > 1:
             text += f" (median of {n} measurements)"
     elif decide.is_remeasurement(runs, r):
@@ -170,7 +182,7 @@ def _tsv_description(runs, r):
     return text
 
 
-def _notebook_mismatch(runs):
+def _notebook_mismatch(runs, codes):
     """Where the notebook's own rules (first row = baseline, lowest kept value = best) would not
     give what `status` gives, say so rather than let the numbers differ silently."""
     notes = []
@@ -181,9 +193,10 @@ def _notebook_mismatch(runs):
     if first is not base:
         notes.append(f"the notebook takes the first row as the baseline, but the first {runs.index(base)} "
                      f"row(s) are runs before the baseline (run {base.get('run')}): its baseline will read "
-                     f"{'0.000000' if TSV_STATUS.get(first.get('status'), 'crash') == 'crash' else 'empty'}")
-    kept = [r for r in runs if r.get("status") == "keep"]
-    lowest = min(kept, key=lambda r: decide.value_of(runs, r))
+                     + ("0.000000" if TSV_STATUS.get(first.get("status"), "crash") == "crash"
+                        else "empty and its chart cell will stop on NaN axis limits"))
+    kept = [r for r in runs if r.get("status") == "keep" and decide.code_key(r) in codes]
+    lowest = min(kept, key=lambda r: decide.median(codes[decide.code_key(r)])) if kept else best
     if decide.code_key(lowest) != decide.code_key(best):
         notes.append(f"the notebook's best (lowest kept value) is run {lowest.get('run')}, but the incumbent is "
                      f"run {best.get('run')} (kept by the {best.get('policy') or 'decision'} rule)")

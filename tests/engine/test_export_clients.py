@@ -170,3 +170,45 @@ def test_export_refuses_a_folder_and_a_missing_folder_and_leaves_nothing(night):
         rc, data = night.json("export", "--tsv", target)
         assert rc == 2 and data["error"] == "usage", data
     assert sorted(p.name for p in night.root.iterdir()) == before
+
+
+def test_a_tampered_run_and_an_unknown_status_are_crashes_for_both_clients():
+    """The engine's `tampered` (a harness changed under the run) and any status a later version
+    adds: never `keep` for pi's reader, never a value in the notebook."""
+    from autoresearch import export
+    config = {"type": "config", "name": "x", "metricName": "val_bpb", "bestDirection": "lower"}
+    runs = [{"run": 1, "status": "keep", "metric": 1.0, "commit": "a" * 40, "scope_hash": "a"},
+            {"run": 2, "status": "tampered", "metric": 0.2, "commit": "b" * 40, "scope_hash": "b",
+             "reason": "prepare.py changed during the run"},
+            {"run": 3, "status": "something_new", "metric": 0.3, "commit": "c" * 40, "scope_hash": "c"}]
+    text = export.pi_log(config, runs)
+    page, session = pi_page(text), pi_session(text)
+    assert [r["status"] for r in page["runs"]] == ["keep", "crash", "crash"]
+    assert [r["status"] for r in session["results"]] == ["keep", "crash", "crash"]
+    assert [r["shown"] for r in page["runs"]] == ["1.00", "crash", "crash"]
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert lines[2]["autoresearch_status"] == "tampered" and lines[2]["asi"]["rollback_reason"]
+    nb = notebook(export.tsv(config, runs))
+    assert [r["status"] for r in nb["rows"]] == ["KEEP", "CRASH", "CRASH"] and nb["best"] == 1.0
+
+
+def test_pi_confidence_matches_a_direct_computation_on_a_long_night():
+    """The incremental MAD (selection in two sorted runs) equals the median of the deviations."""
+    import random
+    from statistics import median
+    from autoresearch import export
+    rng = random.Random(7)
+    runs, best = [], 1.0
+    for n in range(1, 400):
+        value = round(rng.gauss(best, 0.01), 4)
+        status = "keep" if value < best - 0.015 or n == 1 else rng.choice(["discard", "discard", "crash"])
+        best = value if status == "keep" else best
+        runs.append({"run": n, "status": status, "metric": None if status == "crash" else value,
+                     "scope_hash": f"h{n}"})
+    got = export.pi_confidences(runs)
+    for i in (10, 57, 200, 398):
+        values = [r["metric"] for r in runs[:i + 1] if r["metric"] is not None]
+        mad = median(abs(v - median(values)) for v in values)
+        kept = [r["metric"] for r in runs[:i + 1] if r["status"] == "keep"]
+        expected = None if len(kept) < 2 else round(abs(kept[-1] - kept[0]) / mad, 3)
+        assert got[i] == expected
