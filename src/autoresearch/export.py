@@ -17,7 +17,8 @@ import json
 import os
 import sys
 
-from autoresearch import cli, decide, log, output, research
+from autoresearch import cli, decide, log, output, research, summary
+from autoresearch.files import write_atomic
 
 NOTEBOOK_METRIC = "val_bpb"
 # Our statuses in karpathy's three (his program.md: a run over the time limit is a discard;
@@ -51,15 +52,14 @@ def add_parsers(sub):
 
 def cmd_export(args):
     repo = research.find()
-    records = log.read(repo.log, warn=output.warn)
-    segs = log.segments(records)
-    if not segs:
+    night = log.load(repo.log, warn=output.warn)
+    if not night.segments:
         raise cli.Refused(f"{log.LOG_NAME} has no runs to export")
-    index = len(segs) - 1 if args.segment is None else args.segment
-    if not 0 <= index < len(segs):
-        raise cli.UsageError(f"--segment {args.segment}: the log has segments 0..{len(segs) - 1}")
-    config, runs = segs[index]
-    config = config or {}
+    index = len(night.segments) - 1 if args.segment is None else args.segment
+    if not 0 <= index < len(night.segments):
+        raise cli.UsageError(f"--segment {args.segment}: the log has segments 0..{len(night.segments) - 1}")
+    seg = night.segments[index]
+    config, runs = seg.config or log.Config(), seg.runs
     notes = []
     if args.tsv is not None:
         target, kind = args.tsv, "tsv"
@@ -95,16 +95,9 @@ def _write(target, text):
         if os.path.basename(folder) != ".auto":
             raise cli.UsageError(f"folder {folder} does not exist; create it or pick another FILE")
         os.makedirs(folder, exist_ok=True)   # pi's own folder: made for it
-    tmp = f"{path}.tmp.{os.getpid()}"
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        write_atomic(path, text)
     except OSError as exc:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
         raise cli.Failed(f"could not write {target}: {exc.strerror or exc}") from None
     return path
 
@@ -112,7 +105,8 @@ def _write(target, text):
 # --------------------------------------------------------------------------- results.tsv
 
 def tsv(config, runs, as_val_bpb=False, notes=None):
-    """karpathy's results.tsv for one segment; `notes` receives what the notebook will get wrong.
+    """karpathy's results.tsv for one segment (a `log.Config` and its `log.Run`s); `notes`
+    receives what the notebook will get wrong.
 
     Rows follow the runs. A kept row carries its code's value (the median of that code's
     measurements, as `status` reports it), so the notebook's lowest kept value is the best and
@@ -121,8 +115,8 @@ def tsv(config, runs, as_val_bpb=False, notes=None):
     drops), an empty cell under `discard` (pandas reads it as NaN and draws nothing).
     """
     notes = notes if notes is not None else []
-    metric = config.get("metricName") or NOTEBOOK_METRIC
-    higher = config.get("bestDirection") == "higher"
+    metric = config.metric_name or NOTEBOOK_METRIC
+    higher = config.direction == "higher"
     if as_val_bpb and higher:
         raise cli.Refused(f"{metric} is higher-is-better, and karpathy's notebook takes the lowest value as "
                           "the best: it would report the worst run as the best. Export without --as-val-bpb "
@@ -135,71 +129,69 @@ def tsv(config, runs, as_val_bpb=False, notes=None):
     if higher:
         notes.append(f"{metric} is higher-is-better, but the notebook takes the lowest kept value as the best "
                      "and draws the running minimum: its best and its chart will be wrong for this segment")
+    s = summary.summarise(config, runs)
+    keys = decide.code_keys(runs)
+    codes = _measurements_by_code(runs, keys)
     rows = [f"commit\t{column}\tmemory_gb\tstatus\tdescription"]
-    codes = _measurements_by_code(runs)
     for r in runs:
-        rows.append("\t".join(_tsv_row(runs, r, codes)))
+        rows.append("\t".join(_tsv_row(r, codes.get(keys[r.run]) or [], s.remeasured)))
     if not higher:
-        notes.extend(_notebook_mismatch(runs, codes))
+        notes.extend(_notebook_mismatch(runs, s, keys, codes))
     return "\n".join(rows) + "\n"
 
 
-def _measurements_by_code(runs):
+def _measurements_by_code(runs, keys):
     """Each code's measurements, in one pass (value_of per row would be quadratic at 50k runs)."""
     codes = {}
     for r in runs:
-        if decide.is_measurement(r):
-            codes.setdefault(decide.code_key(r), []).append(r["metric"])
+        if r.measured:
+            codes.setdefault(keys[r.run], []).append(r.metric)
     return codes
 
 
-def _tsv_row(runs, r, codes):
-    status = TSV_STATUS.get(r.get("status"), "crash")
-    measured = codes.get(decide.code_key(r)) or []
-    value = (decide.median(measured) if measured else r.get("metric")) if r.get("status") == "keep" \
-        else r.get("metric")
-    has_value = status != "crash" and r.get("status") != "timeout" and log._is_finite(value)
-    memory = (r.get("metrics") or {}).get("peak_vram_mb")
+def _tsv_row(r, measured, remeasured):
+    status = TSV_STATUS.get(r.status, "crash")
+    value = decide.median(measured) if r.status == "keep" and measured else r.metric
+    memory = r.metrics.get("peak_vram_mb")
     if status == "crash":
         shown_value, shown_memory = "0.000000", "0.0"
+    elif r.status == "timeout" or not log.is_finite(value):
+        shown_value = shown_memory = ""
     else:
-        shown_value = f"{value:.6f}" if has_value else ""
-        shown_memory = f"{memory / 1024:.1f}" if has_value and log._is_finite(memory) else ""
-    return [str(r.get("commit") or "0000000")[:7], shown_value, shown_memory, status,
-            _tsv_description(runs, r, len(measured))]
+        shown_value = f"{value:.6f}"
+        shown_memory = f"{memory / 1024:.1f}" if log.is_finite(memory) else ""
+    return [str(r.commit or "0000000")[:7], shown_value, shown_memory, status,
+            _tsv_description(r, len(measured), remeasured)]
 
 
-def _tsv_description(runs, r, n):
-    text = " ".join(str(r.get("description") or "").split())
-    status = r.get("status")
-    if status == "keep":
-        if n > 1:
-            text += f" (median of {n} measurements)"
-    elif decide.is_remeasurement(runs, r):
-        text += f" (re-measurement of run {r.get('repeat_of')})"
-    if status not in ("keep", "discard", "crash"):
-        text += f" [{status}]"
+def _tsv_description(r, n, remeasured):
+    text = " ".join(r.description.split())
+    if r.status == "keep" and n > 1:
+        text += f" (median of {n} measurements)"
+    elif r.run in remeasured:
+        text += f" (re-measurement of run {r.repeat_of})"
+    if r.status not in ("keep", "discard", "crash"):
+        text += f" [{r.status}]"
     return text
 
 
-def _notebook_mismatch(runs, codes):
+def _notebook_mismatch(runs, s, keys, codes):
     """Where the notebook's own rules (first row = baseline, lowest kept value = best) would not
     give what `status` gives, say so rather than let the numbers differ silently."""
-    notes = []
-    base, best = decide.baseline(runs), decide.incumbent(runs)
-    if base is None:
+    if s.baseline is None:
         return ["no run of this segment was kept yet: the notebook needs a kept first row as its baseline"]
+    notes = []
     first = runs[0]
-    if first is not base:
-        notes.append(f"the notebook takes the first row as the baseline, but the first {runs.index(base)} "
-                     f"row(s) are runs before the baseline (run {base.get('run')}): its baseline will read "
-                     + ("0.000000" if TSV_STATUS.get(first.get("status"), "crash") == "crash"
+    if first is not s.baseline:
+        notes.append(f"the notebook takes the first row as the baseline, but the first {runs.index(s.baseline)} "
+                     f"row(s) are runs before the baseline (run {s.baseline.run}): its baseline will read "
+                     + ("0.000000" if TSV_STATUS.get(first.status, "crash") == "crash"
                         else "empty and its chart cell will stop on NaN axis limits"))
-    kept = [r for r in runs if r.get("status") == "keep" and decide.code_key(r) in codes]
-    lowest = min(kept, key=lambda r: decide.median(codes[decide.code_key(r)])) if kept else best
-    if decide.code_key(lowest) != decide.code_key(best):
-        notes.append(f"the notebook's best (lowest kept value) is run {lowest.get('run')}, but the incumbent is "
-                     f"run {best.get('run')} (kept by the {best.get('policy') or 'decision'} rule)")
+    kept = [r for r in runs if r.status == "keep" and keys[r.run] in codes]
+    lowest = min(kept, key=lambda r: decide.median(codes[keys[r.run]])) if kept else s.best
+    if keys[lowest.run] != keys[s.best.run]:
+        notes.append(f"the notebook's best (lowest kept value) is run {lowest.run}, but the incumbent is "
+                     f"run {s.best.run} (kept by the {s.best.policy or 'decision'} rule)")
     return notes
 
 
@@ -213,18 +205,17 @@ def pi_log(config, runs):
       shows as "crash" (any other 0 reads as a score of 0.00).
     - metrics: the secondary metrics only (pi lists every key there as a secondary metric).
     - confidence: pi's meaning, |best - baseline| / MAD of the segment's values, as it stood
-      after each run (null below 3 values, with no measured noise, or while the best is the
-      baseline's code); never negative.
+      after each run (null below 3 values, with no spread, or while the best is the baseline's
+      code); never negative.
     - asi: ours, plus the engine's reason as `rollback_reason` and a crash's fix as
       `next_action_hint` when the agent gave none (pi's page shows those columns).
     """
-    header = {"type": "config", "name": config.get("name") or "autoresearch",
-              "metricName": config.get("metricName") or "metric", "metricUnit": config.get("metricUnit") or "",
-              "bestDirection": "higher" if config.get("bestDirection") == "higher" else "lower"}
+    header = {"type": "config", "name": config.name or "autoresearch", "metricName": config.metric_name,
+              "metricUnit": config.metric_unit or "", "bestDirection": config.direction}
+    s = summary.summarise(config, runs)
     lines = [_line(header)]
-    confidences = pi_confidences(runs)
-    for r, conf in zip(runs, confidences):
-        lines.append(_line(_pi_run(runs, r, header["metricName"], conf)))
+    for r, conf in zip(runs, pi_confidences(runs, s)):
+        lines.append(_line(_pi_run(r, config.metric_name, conf, s.remeasured)))
     return "\n".join(lines) + "\n"
 
 
@@ -232,74 +223,76 @@ def _line(record):
     return json.dumps(log.sanitise(record), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
-def _pi_run(runs, r, metric_name, confidence):
-    ours = r.get("status")
-    value = r.get("metric")
-    status = ours if ours in PI_STATUSES else "crash"
-    if not log._is_finite(value) or status == "crash":
+def _pi_run(r, metric_name, confidence, remeasured):
+    status, value = (r.status if r.status in PI_STATUSES else "crash"), r.metric
+    if not log.is_finite(value) or status == "crash":
         status, value = "crash", 0
-    description = " ".join(str(r.get("description") or "").split())
-    if decide.is_remeasurement(runs, r):
-        description += f" (re-measurement of run {r.get('repeat_of')})"
+    description = " ".join(r.description.split())
+    if r.run in remeasured:
+        description += f" (re-measurement of run {r.repeat_of})"
     out = {
-        "run": r.get("run"),
-        "commit": str(r.get("commit") or "")[:7],
+        "run": r.run,
+        "commit": str(r.commit or "")[:7],
         "metric": value,
-        "metrics": {k: v for k, v in (r.get("metrics") or {}).items() if k != metric_name and log._is_finite(v)},
+        "metrics": {k: v for k, v in r.metrics.items() if k != metric_name},
         "status": status,
         "description": description,
-        "timestamp": r.get("timestamp") if log._is_finite(r.get("timestamp")) else 0,
+        "timestamp": r.timestamp if log.is_finite(r.timestamp) else 0,
         "segment": 0,
         "confidence": confidence,
         "asi": _pi_asi(r),
     }
-    if ours != status:
-        out["autoresearch_status"] = ours
+    if r.status != status:
+        out["autoresearch_status"] = r.status
     return out
 
 
 def _pi_asi(r):
-    asi = dict(r.get("asi")) if isinstance(r.get("asi"), dict) else {}
-    if r.get("status") != "keep" and r.get("reason") and "rollback_reason" not in asi:
-        asi["rollback_reason"] = str(r["reason"])
-    fix = (r.get("diagnosis") or {}).get("fix") if isinstance(r.get("diagnosis"), dict) else None
+    asi = dict(r.asi)
+    if r.status != "keep" and r.reason and "rollback_reason" not in asi:
+        asi["rollback_reason"] = r.reason
+    fix = (r.diagnosis or {}).get("fix")
     if isinstance(fix, dict) and fix and "next_action_hint" not in asi:
         asi["next_action_hint"] = "fix: " + ", ".join(f"{k}={v}" for k, v in fix.items())
     return asi
 
 
-def pi_confidences(runs):
+def pi_confidences(runs, s=None):
     """pi's confidence after each run: |best - baseline| / MAD of every value so far.
 
-    The baseline and the best are the summary's (the median of the baseline's code, the
-    incumbent's value); the MAD is pi's: the median absolute deviation from the median of all
-    values of the segment, of any status. Computed incrementally (sorted values, the MAD by
-    selection in O(log n)) so that 50,000 runs export in well under a second.
+    The best is the summary's running best (the incumbent's value after each run) and the
+    baseline the median of the baseline code's measurements so far, as `status` has them; the
+    MAD is pi's: the median absolute deviation from the median of all values of the segment, of
+    any status. Incremental (sorted values, the MAD by selection in O(log n)): 50,000 runs
+    export in about a second.
     """
-    values, groups, out = [], {}, []
-    base_key = best_key = None
-    for r in runs:
-        metric = r.get("metric")
-        if log._is_finite(metric):
-            bisect.insort(values, metric)
-        if decide.is_measurement(r):
-            bisect.insort(groups.setdefault(decide.code_key(r), []), metric)
-        if r.get("status") == "keep" and log._is_finite(metric):
-            best_key = decide.code_key(r)
-            base_key = base_key or best_key
-        if len(values) < 3 or base_key is None or best_key == base_key:
+    s = s or summary.summarise(None, runs)
+    keys = decide.code_keys(runs)
+    base_key = keys[s.baseline.run] if s.baseline else None
+    values, base_values, out, last_kept = [], [], [], None
+    for r, best in zip(runs, s.running_best):
+        if log.is_finite(r.metric):
+            bisect.insort(values, r.metric)
+        if r.measured and keys[r.run] == base_key:
+            bisect.insort(base_values, r.metric)
+        if r.status == "keep":
+            last_kept = keys[r.run]
+        if len(values) < 3 or not base_values or best is None or last_kept == base_key:
             out.append(None)
             continue
         mad = sorted_mad(values)
-        gap = abs(decide.median(groups[best_key]) - decide.median(groups[base_key]))
-        out.append(round(gap / mad, 3) if mad > 0 else None)
+        out.append(round(abs(best - sorted_median(base_values)) / mad, 3) if mad > 0 else None)
     return out
+
+
+def sorted_median(s):
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
 
 
 def sorted_mad(s):
     """The median absolute deviation from the median of the sorted list `s` (not empty)."""
-    n = len(s)
-    m = s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+    n, m = len(s), sorted_median(s)
     if n % 2:
         return _kth_deviation(s, m, n // 2)
     return (_kth_deviation(s, m, n // 2 - 1) + _kth_deviation(s, m, n // 2)) / 2

@@ -181,6 +181,8 @@ def test_a_tampered_run_and_an_unknown_status_are_crashes_for_both_clients():
             {"run": 2, "status": "tampered", "metric": 0.2, "commit": "b" * 40, "scope_hash": "b",
              "reason": "prepare.py changed during the run"},
             {"run": 3, "status": "something_new", "metric": 0.3, "commit": "c" * 40, "scope_hash": "c"}]
+    from autoresearch import log
+    config, runs = log.Config.from_json(config), [log.Run.from_json(r) for r in runs]
     text = export.pi_log(config, runs)
     page, session = pi_page(text), pi_session(text)
     assert [r["status"] for r in page["runs"]] == ["keep", "crash", "crash"]
@@ -205,7 +207,8 @@ def test_pi_confidence_matches_a_direct_computation_on_a_long_night():
         best = value if status == "keep" else best
         runs.append({"run": n, "status": status, "metric": None if status == "crash" else value,
                      "scope_hash": f"h{n}"})
-    got = export.pi_confidences(runs)
+    from autoresearch import log
+    got = export.pi_confidences([log.Run.from_json(r) for r in runs])
     for i in (10, 57, 200, 398):
         values = [r["metric"] for r in runs[:i + 1] if r["metric"] is not None]
         mad = median(abs(v - median(values)) for v in values)
