@@ -24,9 +24,6 @@ import io
 import os
 import re
 import shlex
-import subprocess
-import tarfile
-import zipfile
 from dataclasses import dataclass, field
 
 MAX_DEPTH = 4            # bash -c "bash -c ..." and scripts calling scripts
@@ -1146,6 +1143,7 @@ def _git_paths(args):
 
 
 def _git_lines(cwd, *argv):
+    import subprocess   # imported here: most commands never ask git
     try:
         proc = subprocess.run(["git", *argv], cwd=cwd, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
@@ -1289,6 +1287,8 @@ def _tar(name, args, stdin, shell, effects, head):
 
 
 def _archive_names(path, tarfile_kind):
+    import tarfile
+    import zipfile
     try:
         if tarfile_kind:
             with tarfile.open(path) as archive:
