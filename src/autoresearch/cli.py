@@ -1,6 +1,6 @@
 """The `autoresearch` command line: one argparse tree, each command in the module named for it.
 
-Exit codes (DESIGN 4.3): 0 done, 2 usage error, 3 refused (nothing run, nothing recorded).
+Exit codes: 0 done, 2 usage error, 3 refused (nothing run, nothing recorded).
 `--json` makes stdout exactly one JSON object; human text goes to stderr.
 
 Each module listed in COMMAND_MODULES exposes `add_parsers(subparsers)`, which adds its
@@ -17,6 +17,7 @@ import os
 import sys
 
 from autoresearch import __version__
+from autoresearch.errors import Failed, Refused, UsageError  # noqa: F401 (cli.Refused is how commands refuse)
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -58,18 +59,6 @@ def positive_int(text):
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
     return value
-
-
-class Refused(Exception):
-    """Raised by a command that refuses to act: exit 3, nothing run, nothing recorded."""
-
-
-class UsageError(Exception):
-    """Raised for bad arguments that argparse cannot catch: exit 2."""
-
-
-class Failed(Exception):
-    """Raised when a command could not finish (e.g. git failed): exit 1, with the reason."""
 
 
 class _Parser(argparse.ArgumentParser):

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from autoresearch import cli, runfiles
 from autoresearch import log as arlog
+from autoresearch.files import write_atomic
 
 STATIC = Path(__file__).with_name("static")
 DEFAULT_OUTPUT = os.path.join(".autoresearch", "report.html")
@@ -121,7 +122,7 @@ def cmd_report(args):
     if args.json:
         best = model["segments"][-1] if model["segments"] else None
         print(json.dumps({"output": str(out), "png": args.png, "runs": runs, "best": best,
-                          "summary": model["summary"], "segments": model["segments"],
+                          "status": model["status"], "summary": model["summary"], "segments": model["segments"],
                           "warnings": model["warningCount"]}, allow_nan=False))
     return cli.EXIT_OK
 
@@ -142,44 +143,39 @@ def _warn(message):
     print(f"autoresearch: warning: {message}", file=sys.stderr)
 
 
-def write_atomic(path, data):
-    """Write next to the target and rename, so a reader never sees half a file."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
 # ---------------------------------------------------------------- the model
 
 def build_model(root, log_path, kwh_price=DEFAULT_KWH_PRICE, warn=_warn):
-    """Read the log into what the page shows: runs (normalised), segments and the summary."""
+    """Read the log into what the page shows: runs (normalised), segments and the summary.
+
+    Every number about a segment (baseline, best, change, counts, streaks, the running best)
+    comes from `summary.summarise`, the one summary `status` prints; `status` is the very object
+    `status --json` prints for the current segment (None for a log without a config header)."""
+    from autoresearch import summary as arsummary
     warnings = []
 
     def collect(message):
         warnings.append(message)
         warn(message)
 
-    records = arlog.read(str(root / log_path.name), warn=collect)
-    segments, runs = [], []
-    for index, (config, seg_runs) in enumerate(arlog.segments(records)):
-        direction = _direction(config)
-        segments.append(_segment_info(index, config, direction))
-        best, incumbent = None, set()
-        for record in seg_runs:
-            run = normalise_run(record, index, collect)
-            if run is None:
-                continue
-            best = _annotate(run, best, incumbent)
+    night = arlog.load(str(root / log_path.name), warn=collect)
+    segments, runs, summaries = [], [], []
+    for seg in night.segments:
+        s = arsummary.summarise(seg.config, seg.runs, seg.index)
+        summaries.append(s)
+        segments.append(_segment_info(seg.index, seg.config, s))
+        before = None
+        for record, best in zip(seg.runs, s.running_best):
+            run = normalise_run(record, seg.index)
+            _annotate(run, before, best)
+            before = best
             runs.append(run)
-    for seg in segments:
-        _segment_summary(seg, [r for r in runs if r["segment"] == seg["index"]])
     current = read_current(root)
-    config = segments[-1] if segments else _segment_info(0, None, "lower")
+    config = segments[-1] if segments else _segment_info(0, None, None)
+    status = None
+    if night.current is not None and night.current.config is not None:
+        from autoresearch import research
+        status = arsummary.status_object(research.Repo(root), night)
     return {
         "title": config["name"] or "autoresearch",
         "metricName": config["metricName"],
@@ -188,7 +184,8 @@ def build_model(root, log_path, kwh_price=DEFAULT_KWH_PRICE, warn=_warn):
         "generated": int(time.time() * 1000),
         "segments": segments,
         "runs": runs,
-        "summary": overall_summary(runs, segments, kwh_price),
+        "status": status,
+        "summary": overall_summary(runs, summaries[-1] if summaries else None, kwh_price),
         "current": current,
         "kwhPrice": kwh_price,
         "yRange": y_range(runs, config["direction"]),
@@ -197,111 +194,73 @@ def build_model(root, log_path, kwh_price=DEFAULT_KWH_PRICE, warn=_warn):
     }
 
 
-def _direction(config):
-    if isinstance(config, dict) and config.get("bestDirection") == "higher":
-        return "higher"
-    return "lower"
-
-
-def _segment_info(index, config, direction):
-    config = config if isinstance(config, dict) else {}
-    return {
+def _segment_info(index, config, s):
+    """A segment as the page shows it: its header's names and its summary's numbers."""
+    info = {
         "index": index,
-        "name": _text(config.get("name")),
-        "metricName": _text(config.get("metricName")) or "metric",
-        "metricUnit": _text(config.get("metricUnit")),
-        "direction": direction,
+        "name": _text(config.name) if config else "",
+        "metricName": _text(config.metric_name) if config else "metric",
+        "metricUnit": _text(config.metric_unit) if config else "",
+        "direction": config.direction if config else "lower",
+        "runs": 0, "baseline": None, "baselineRun": None, "best": None, "bestRun": None, "kept": 0,
+        "gainPct": None, "change": None,
     }
+    if s is not None:
+        info.update(runs=s.runs, kept=s.counts["keep"], baseline=s.baseline_value, best=s.best_value,
+                    baselineRun=s.baseline.run if s.baseline else None,
+                    bestRun=s.best.run if s.best else None,
+                    gainPct=s.change.percent if s.change else None,
+                    change=s.change.to_json() if s.change else None,
+                    currentNoKeep=s.consecutive_non_keeps, longestNoKeep=s.longest_non_keeps,
+                    counts=s.counts, remeasured=sorted(s.remeasured))
+    return info
 
 
-def normalise_run(record, segment, warn):
-    """A run record with safe types; the log is untrusted and every extra field optional."""
-    number = record.get("run")
-    if isinstance(number, bool) or not isinstance(number, (int, float)) or not math.isfinite(number):
-        warn(f"skipped a run record whose run number is {json.dumps(number)[:40]}")
-        return None
+def normalise_run(record, segment):
+    """A `log.Run` as the page shows it, with safe types (the log is untrusted)."""
     return {
-        "run": int(number),
+        "run": record.run,
         "segment": segment,
-        "status": _text(record.get("status")) or "unknown",
-        "metric": _num(record.get("metric")),
-        "metrics": _clean(record.get("metrics")) if isinstance(record.get("metrics"), dict) else {},
-        "commit": _text(record.get("commit"))[:40],
-        "description": _text(record.get("description")),
-        "timestamp": _num(record.get("timestamp")),
-        "confidence": _num(record.get("confidence")),
-        "asi": _clean(record.get("asi")),
-        "duration_s": _num(record.get("duration_s")),
-        "reason": _text(record.get("reason")),
-        "best_before": _num(record.get("best_before")),
-        "threshold": _num(record.get("threshold")),
-        "diagnosis": _clean(record.get("diagnosis")) if isinstance(record.get("diagnosis"), dict) else None,
-        "run_dir": _text(record.get("run_dir")),
-        "ref": _text(record.get("ref")),
-        "repeat_of": _num(record.get("repeat_of")),
-        "value": _num(record.get("value")),
+        "status": _text(record.status) or "unknown",
+        "metric": _num(record.metric),
+        "metrics": _clean(record.metrics),
+        "commit": _text(record.commit)[:40],
+        "description": _text(record.description),
+        "timestamp": _num(record.timestamp),
+        "confidence": _num(record.confidence),
+        "asi": _clean(record.asi),
+        "duration_s": _num(record.duration_s),
+        "reason": _text(record.reason),
+        "best_before": _num(record.best_before),
+        "threshold": _num(record.threshold),
+        "diagnosis": _clean(record.diagnosis) if record.diagnosis else None,
+        "run_dir": _text(record.run_dir),
+        "ref": _text(record.ref),
+        "repeat_of": _num(record.repeat_of),
+        "value": _num(record.value),
     }
 
 
-def kept_value(run):
-    """What a kept run made the best: the engine's decided value (the median of that code's
-    measurements) when the record has one, else its metric."""
-    return run["value"] if run["value"] is not None else run["metric"]
-
-
-def _annotate(run, best, incumbent):
-    """Add the best at the time, the change against it and the running best.
-
-    A kept run becomes the incumbent, so the running best is the last keep's value. The
-    engine's re-measurements of the incumbent's code (discards with `repeat_of` pointing into
-    `incumbent`, the run numbers holding that code) carry the code's new median, so the
-    running best can move back up: the chart shows the honest incumbent, not the luckiest draw.
-    """
+def _annotate(run, before, best):
+    """The best at the time of the run (the incumbent's value after the previous run), the
+    change against it (positive = worse for lower-is-better: the raw relative difference of
+    the metric) and the running best after the run, as the summary computed them."""
+    run["best_then"] = before
     metric = run["metric"]
-    best_then = run["best_before"] if run["best_before"] is not None else best
-    run["best_then"] = best_then
-    if metric is not None and best_then not in (None, 0):
-        run["delta_pct"] = (metric - best_then) / abs(best_then) * 100
-    else:
-        run["delta_pct"] = None
-    if run["status"] == "keep" and kept_value(run) is not None:
-        best = kept_value(run)
-        incumbent.clear()
-        incumbent.add(run["run"])
-    elif run.get("repeat_of") in incumbent:
-        incumbent.add(run["run"])
-        if run["value"] is not None:
-            best = run["value"]
+    run["delta_pct"] = (metric - before) / abs(before) * 100 if metric is not None and before not in (None, 0) \
+        else None
     run["running_best"] = best
-    return best
 
 
-def _segment_summary(seg, runs):
-    kept = [r for r in runs if r["status"] == "keep" and kept_value(r) is not None]
-    seg["runs"] = len(runs)
-    seg["baseline"] = kept_value(kept[0]) if kept else None
-    seg["baselineRun"] = kept[0]["run"] if kept else None
-    seg["best"] = runs[-1]["running_best"] if kept else None
-    seg["bestRun"] = kept[-1]["run"] if kept else None
-    seg["kept"] = len(kept)
-    if seg["baseline"] not in (None, 0) and seg["best"] is not None:
-        sign = 1 if seg["direction"] == "higher" else -1
-        seg["gainPct"] = sign * (seg["best"] - seg["baseline"]) / abs(seg["baseline"]) * 100
-    else:
-        seg["gainPct"] = None
-
-
-def overall_summary(runs, segments, kwh_price):
+def overall_summary(runs, last, kwh_price):
+    """The night's totals over every run (counts for the table's filter, rates, GPU hours);
+    the streaks are the current segment's, from its summary."""
     counts = {}
     for r in runs:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
     stamps = sorted(r["timestamp"] for r in runs if r["timestamp"] is not None)
     span_h = (stamps[-1] - stamps[0]) / 3.6e6 if len(stamps) >= 2 else None
     durations = [r["duration_s"] for r in runs if r["duration_s"] is not None]
-    streak = longest = 0
-    for r in runs:
-        streak = 0 if r["status"] == "keep" else streak + 1
-        longest = max(longest, streak)
     return {
         "runs": len(runs),
         "counts": counts,
@@ -310,8 +269,8 @@ def overall_summary(runs, segments, kwh_price):
         "runsPerHour": (len(stamps) - 1) / span_h if span_h else None,
         "gpuHours": sum(durations) / 3600 if durations else None,
         "runsWithDuration": len(durations),
-        "longestNoKeep": longest,
-        "currentNoKeep": streak,
+        "longestNoKeep": last.longest_non_keeps if last else 0,
+        "currentNoKeep": last.consecutive_non_keeps if last else 0,
         "kwhPrice": kwh_price,
     }
 

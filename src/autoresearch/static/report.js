@@ -58,7 +58,12 @@
     if (a !== 0 && (a < 1e-3 || a >= 1e6)) return v.toExponential(3);
     return String(Number(v.toPrecision(7)));
   }
-  function pct(v) { return isNum(v) ? (v > 0 ? '+' : '') + v.toFixed(2) + '%' : ''; }
+  // A run against the best then, in words: "1.20% worse" (one sign convention: the word says which way).
+  function deltaText(v) {
+    if (!isNum(v)) return '';
+    if (v === 0) return 'equal to the best';
+    return Math.abs(v).toFixed(2) + '% ' + (better(v, 0) ? 'better' : 'worse');
+  }
   function duration(s) {
     if (!isNum(s)) return '';
     if (s < 60) return s.toFixed(1) + ' s';
@@ -96,32 +101,40 @@
     }
   }
 
-  function card(k, v, s, cls) {
+  function card(k, v, s, cls, key) {
     var c = h('div', 'card' + (cls ? ' ' + cls : ''));
+    if (key) c.setAttribute('data-key', key);
     return add(c, h('div', 'k', k), h('div', 'v', v), s ? h('div', 's', s) : null);
   }
 
+  // The header shows the current segment's summary: the very object `autoresearch status
+  // --json` prints (m.status), so baseline, best, change, counts and streaks read the same.
   function renderSummary(m) {
     var box = clear(document.getElementById('summary'));
-    var s = m.summary, seg = m.segments.length ? m.segments[m.segments.length - 1] : null;
+    var s = m.summary, st = m.status, seg = m.segments.length ? m.segments[m.segments.length - 1] : null;
     if (!m.runs.length) { add(box, h('div', 'empty', 'No runs logged yet.')); return; }
-    if (seg && isNum(seg.best)) {
-      add(box, card('baseline → best' + (m.segments.length > 1 ? ' (segment ' + seg.index + ')' : ''),
-        fmt(seg.baseline) + ' → ' + fmt(seg.best),
-        'gain ' + pct(seg.gainPct) + ' · best run #' + seg.bestRun, 'good'));
+    var base = st ? st.baseline : null, best = st ? st.best : null, change = st ? st.change : null;
+    if (base && best) {
+      add(box, card('baseline → best' + (m.segments.length > 1 ? ' (segment ' + st.segment + ')' : ''),
+        fmt(base.metric) + ' → ' + fmt(best.metric),
+        change.text + ' · baseline run #' + base.run + ' · best run #' + best.run,
+        change.word === 'better' ? 'good' : change.word === 'worse' ? 'bad' : null, 'baseline-best'));
     }
-    var c = s.counts, n = s.runs;
-    function rate(k) { return ((c[k] || 0) / n * 100).toFixed(0) + '%'; }
+    var c = st ? st.counts : s.counts, n = st ? st.runs : s.runs;
+    var failed = (c.crash || 0) + (c.timeout || 0) + (c.checks_failed || 0) + (c.tampered || 0);
+    function rate(k) { return n ? ((c[k] || 0) / n * 100).toFixed(0) + '%' : '–'; }
     add(box,
-      card('runs', String(n), (seg ? seg.kept : 0) + ' kept in the last segment'),
-      card('keep / discard / failed', rate('keep') + ' / ' + rate('discard') + ' / ' + (s.failed / n * 100).toFixed(0) + '%',
-        (c.keep || 0) + ' kept, ' + (c.discard || 0) + ' discarded, ' + s.failed + ' crashed, timed out or failed checks'),
+      card('runs', String(n), (m.segments.length > 1 ? 'in segment ' + (st ? st.segment : seg.index) + ', ' : '') +
+        (c.keep || 0) + ' kept' + (m.segments.length > 1 ? ' · ' + s.runs + ' in all' : ''), null, 'runs'),
+      card('keep / discard / failed', rate('keep') + ' / ' + rate('discard') + ' / ' + (n ? (failed / n * 100).toFixed(0) + '%' : '–'),
+        (c.keep || 0) + ' kept, ' + (c.discard || 0) + ' discarded, ' + failed + ' crashed, timed out or failed checks',
+        null, 'counts'),
       card('runs per hour', isNum(s.runsPerHour) ? s.runsPerHour.toFixed(1) : '–',
         isNum(s.spanHours) ? 'over ' + s.spanHours.toFixed(1) + ' h' : ''),
       card('GPU hours', isNum(s.gpuHours) ? s.gpuHours.toFixed(2) : '–',
-        s.runsWithDuration + ' of ' + n + ' runs timed'),
+        s.runsWithDuration + ' of ' + s.runs + ' runs timed'),
       card('longest streak without a keep', s.longestNoKeep + (s.longestNoKeep === 1 ? ' run' : ' runs'),
-        'current streak ' + s.currentNoKeep)
+        'current streak ' + s.currentNoKeep, null, 'streaks')
     );
     if (isNum(s.energyKwh)) {
       add(box, card('energy', s.energyKwh.toFixed(2) + ' kWh',
@@ -137,7 +150,7 @@
       m.segments.forEach(function (g) {
         add(t, add(h('tr'), h('td', 'num', g.index), h('td', null, g.name), h('td', null, g.metricName + ' (' + g.direction + ')'),
           h('td', 'num', g.runs), h('td', 'num', g.kept), h('td', 'num', fmt(g.baseline)), h('td', 'num', fmt(g.best)),
-          h('td', 'num', pct(g.gainPct))));
+          h('td', 'num', g.change ? g.change.text : '')));
       });
     }
   }
@@ -247,7 +260,7 @@
     if (i === null || i === undefined || !state.model.runs[i]) { el.textContent = ''; return; }
     var r = state.model.runs[i];
     el.textContent = '#' + r.run + ' · ' + r.status + (isNum(r.metric) ? ' · ' + fmt(r.metric) : '') +
-      (isNum(r.delta_pct) ? ' (' + pct(r.delta_pct) + ')' : '') + ' · ' + r.description;
+      (isNum(r.delta_pct) ? ' (' + deltaText(r.delta_pct) + ')' : '') + ' · ' + r.description;
   }
 
   // ------------------------------------------------------------ the runs table
@@ -257,7 +270,7 @@
     { key: 'metric', label: 'metric', num: true, get: function (r) { return r.metric; }, text: function (r) { return fmt(r.metric); } },
     { key: 'delta', label: 'Δ vs best then', num: true, get: function (r) { return r.delta_pct; },
       cell: function (r) {
-        var td = h('span', null, pct(r.delta_pct));
+        var td = h('span', null, deltaText(r.delta_pct));
         if (isNum(r.delta_pct) && r.delta_pct !== 0) td.className = better(r.delta_pct, 0) ? 'better' : 'worse';
         return td;
       } },
@@ -392,7 +405,7 @@
     add(box, h('h2', null, 'Run #' + r.run));
     var head = h('div', 'detail-head');
     add(head, add(h('div'), badge(r.status), ' ', isNum(r.metric) ? fmt(r.metric) + ' ' + state.model.metricName : 'no metric',
-      isNum(r.delta_pct) ? ' (' + pct(r.delta_pct) + ' against the best then, ' + fmt(r.best_then) + ')' : ''));
+      isNum(r.delta_pct) ? ' (' + deltaText(r.delta_pct) + '; the best then was ' + fmt(r.best_then) + ')' : ''));
     add(head, h('div', 'desc', r.description || '(no description)'));
     var e = d.energy;
     var metrics = r.metrics && typeof r.metrics === 'object' ? Object.keys(r.metrics).map(function (k) {
