@@ -175,7 +175,8 @@ def build_model(root, log_path, kwh_price=DEFAULT_KWH_PRICE, warn=_warn):
     status = None
     if night.current is not None and night.current.config is not None:
         from autoresearch import research
-        status = arsummary.status_object(research.Repo(root), night)
+        # the same object `status --json` prints, its text shown as on the rest of the page
+        status = _clean(arsummary.status_object(research.Repo(root), night))
     return {
         "title": config["name"] or "autoresearch",
         "metricName": config["metricName"],
