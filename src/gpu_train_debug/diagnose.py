@@ -149,7 +149,8 @@ class _Diagnosis:
         elif self._batch_invalid():
             result = self._batch_not_divisible()
         else:
-            result = self._from_exception() or self._killed() or self._unknown()
+            result = (self._from_results_row() or self._from_exception() or self._killed()
+                      or self._unknown())
         family, codes, fix, explanation = result
         if not self.template and self.status != "implausible":
             explanation = (explanation.rstrip() + " " + self._benchmark_context()).strip()
@@ -503,6 +504,36 @@ class _Diagnosis:
         return "MISSING_DEPENDENCY", ["COMMAND_NOT_EXECUTABLE"], {}, (
             f"The shell could not execute `{command}` (permission denied, exit 126): make it executable "
             f"(`chmod +x {command}`) or run it through its interpreter (`bash {command}`).")
+
+    # -- a results.tsv row whose description names the cause -------------------------------
+
+    _RESULTS_ROW = re.compile(r"^[0-9a-z]{6,40}\t(?:[^\t\n]*\t){1,4}crash\t([^\t\n]+)", re.M)
+    _DESCRIBED = (
+        (re.compile(r"\bOOM\b|out of memory|OutOfMemory", re.I), "CUDA out of memory"),
+        (re.compile(r"\bnan\b|diverg|\binf\b|explod", re.I), "loss: nan"),
+        (re.compile(r"compile|triton|inductor", re.I), "InductorError"),
+        (re.compile(r"shape|size mismatch", re.I), "mat1 and mat2 shapes cannot be multiplied"),
+        (re.compile(r"\bbf16\b|bfloat16", re.I), "bf16 is not supported"),
+        (re.compile(r"flash", re.I), "FlashAttention only supports this GPU"),
+    )
+
+    def _from_results_row(self):
+        """An autoresearch results.tsv `crash` row: its description is all there is to go on."""
+        rows = self._RESULTS_ROW.findall(self.log[-65536:])
+        if not rows:
+            return None
+        said = rows[-1].strip()
+        self.inter["results_description"] = said
+        for regex, canonical in self._DESCRIBED:
+            if regex.search(said):
+                self.log += "\n" + canonical + "\n"
+                code, family, match = patterns.scan(self.log)[0]
+                family, codes, fix, text = self._from_signature(code, family, match)
+                return family, codes, fix, f"results.tsv marks the run a crash: {said!r}. " + text
+        if re.search(r"time ?out|timed out|\bhang|stuck", said, re.I):
+            family, codes, fix, text = self._timeout()
+            return family, codes, fix, f"results.tsv marks the run a crash: {said!r}. " + text
+        return None
 
     # -- exceptions the signatures do not know --------------------------------------------
 

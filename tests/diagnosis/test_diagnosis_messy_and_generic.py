@@ -94,3 +94,15 @@ def test_engine_seam_passes_the_benchmark_command_from_the_log(tmp_path):
     assert result["family"] == "CONFIG_INVALID"
     assert "`python bench.py`" in result["explanation"] and "exit 1" in result["explanation"]
     assert "bench.py line 2" in result["explanation"]
+
+
+def test_a_results_tsv_crash_row_whose_description_names_the_cause():
+    # The example rows of karpathy/autoresearch's program.md (results.tsv format).
+    rows = ("commit\tval_bpb\tmemory_gb\tstatus\tdescription\na1b2c3d\t0.997900\t44.0\tkeep\tbaseline\n"
+            "c3d4e5f\t1.005000\t44.0\tdiscard\tswitch to GeLU activation\n"
+            "d4e5f6g\t0.000000\t0.0\tcrash\tdouble model width (OOM)\n")
+    result = diagnose(rows, dict(TEMPLATE), {"status": "crash"})
+    assert result["family"] == "OOM" and "double model width (OOM)" in result["explanation"]
+    b, total, seq = result["fix"]["DEVICE_BATCH_SIZE"], TEMPLATE["TOTAL_BATCH_SIZE"], TEMPLATE.get("MAX_SEQ_LEN", 2048)
+    assert b < TEMPLATE["DEVICE_BATCH_SIZE"] and total % (b * seq) == 0
+    assert diagnose(rows.replace("(OOM)", "lr 10x, loss went nan"), {}, {"status": "crash"})["family"] == "NAN_LOSS"
