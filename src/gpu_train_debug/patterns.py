@@ -155,7 +155,8 @@ SIGNATURES = [
         r"Error\(s\) in loading state_dict|Missing key\(s\) in state_dict|Unexpected key\(s\) in state_dict"),
      ('in loading state_dict', 'in state_dict')),
     ("SHM_EXHAUSTED", "OOM", re.compile(
-        r"insufficient shared memory \(shm\)|Unexpected bus error encountered in worker|No space left on device[^\n]*/dev/shm", _I),
+        r"insufficient shared memory \(shm\)|Unexpected bus error encountered in worker|No space left on device[^\n]*/dev/shm"
+        r"|out of shared memory|killed by signal: Bus error", _I),
      ('shared memory', 'bus error', '/dev/shm')),
     # The kernel's OOM killer (or a cgroup limit) ended the process: SIGKILL, exit 137 (128+9).
     ("HOST_OOM_KILLED", "OOM", re.compile(
