@@ -19,6 +19,8 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]")
 # `> `, `>> `, `│ ` (rich boxes) and surrounding blanks at a line start; `**` bold markers.
 QUOTE = re.compile(r"^[ \t]*(?:(?:>|│|┃|\|)[ \t]?)+", _M)
 BOLD = re.compile(r"\*\*(?=\S)|(?<=\S)\*\*")
+# Markdown emphasis or code marks opening a line: `_**RuntimeError: ...**_`, `` `ValueError: ...` ``.
+LEADING_MARKS = re.compile(r"^([ \t]*)[_*`]+(?=[A-Za-z\[])", _M)
 BOX_END = re.compile(r"[ \t]*[│┃][ \t]*$", _M)
 # `RuntimeError:` alone on a line, its message on the next: join them.
 WRAPPED = re.compile(r"^([ \t]*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)):[ \t]*\n[ \t]*(?=\S)", _M)
@@ -36,6 +38,8 @@ def normalise(text):
             text = BOX_END.sub("", text)
     if "**" in text:
         text = BOLD.sub("", text)
+    if "`" in text or "_" in text or "*" in text:
+        text = LEADING_MARKS.sub(r"\1", text)
     if "Error:\n" in text or "Exception:\n" in text or "Error: \n" in text:
         text = WRAPPED.sub(r"\1: ", text)
     return text
