@@ -598,24 +598,40 @@ def _import_pyplot():
     return plt
 
 
+# The chart's statuses as the page draws them: (status, colour, marker size, label).
+PNG_STATUSES = (("discard", "#9a9a9a", 16, "discarded"), ("keep", "#2ca02c", 30, "kept"),
+                ("crash", "#d62728", 20, "crash"), ("timeout", "#9467bd", 20, "timeout"),
+                ("checks_failed", "#e377c2", 20, "checks failed"))
+
+
 def progress_png(model, plt):
     """karpathy's progress.png: discards grey, keeps green, the running best as a step line."""
     import io
     runs = model["runs"]
     fig, ax = plt.subplots(figsize=(12, 6), dpi=120)
     xs = list(range(1, len(runs) + 1))
-    for status, color, size, label in (("discard", "#bbbbbb", 12, "discarded"), ("keep", "#2ca02c", 30, "kept")):
-        pts = [(x, r["metric"]) for x, r in zip(xs, runs) if r["status"] == status and r["metric"] is not None]
-        if pts:
-            ax.scatter(*zip(*pts), s=size, color=color, label=label, zorder=3)
-    failed = [(x, r["metric"]) for x, r in zip(xs, runs) if r["status"] in FAILED]
-    measured = [(x, m) for x, m in failed if m is not None]
-    if measured:   # failed checks still have a metric
-        ax.scatter(*zip(*measured), s=14, color="#d62728", label="failed checks", zorder=3)
-    lost = [x for x, m in failed if m is None]
-    if lost:
-        ax.scatter(lost, [0.01] * len(lost), marker="x", color="#d62728", s=20, label="crashed (no metric)",
-                   transform=ax.get_xaxis_transform(), clip_on=False, zorder=3)
+    lo, hi = model["yRange"]
+    edge = ax.get_xaxis_transform()   # x in data, y in axes fractions: for the edge markers
+    for status, color, size, label in PNG_STATUSES + tuple(
+            (st, "#8c564b", 20, st) for st in sorted({r["status"] for r in runs} - {p[0] for p in PNG_STATUSES})):
+        mine = [(x, r["metric"]) for x, r in zip(xs, runs) if r["status"] == status]
+        if not mine:
+            continue
+        inside = [(x, m) for x, m in mine if m is not None and (lo is None or lo <= m <= hi)]
+        above = [(x, m) for x, m in mine if m is not None and lo is not None and m > hi]
+        below = [(x, m) for x, m in mine if m is not None and lo is not None and m < lo]
+        lost = [x for x, m in mine if m is None]
+        ax.scatter([x for x, _ in inside] or [], [m for _, m in inside] or [], s=size, color=color,
+                   edgecolors="#555555" if status == "discard" else color, linewidths=0.5, zorder=3,
+                   label=f"{label} ({len(mine)})")
+        for points, y, marker in ((above, 0.985, "^"), (below, 0.015, "v")):   # off the scale: on the edge, with the value
+            for x, m in points:
+                ax.scatter([x], [y], marker=marker, s=40, color=color, edgecolors="#333333", linewidths=0.5,
+                           transform=edge, clip_on=False, zorder=4)
+                ax.annotate(f"{m:.6g}", (x, y), xycoords=edge, xytext=(6, 0), textcoords="offset points",
+                            fontsize=7, va="center", color="#333333")
+        if lost:   # no value (crash, timeout): a cross along the bottom in the status's colour
+            ax.scatter(lost, [0.03] * len(lost), marker="x", color=color, s=24, transform=edge, clip_on=False, zorder=3)
     for seg in model["segments"]:
         seg_pts = [(x, r["running_best"]) for x, r in zip(xs, runs)
                    if r["segment"] == seg["index"] and r["running_best"] is not None]
@@ -628,7 +644,6 @@ def progress_png(model, plt):
         if r["status"] == "keep" and r["metric"] is not None:
             ax.annotate(r["description"][:40], (x, r["metric"]), xytext=(4, 4), textcoords="offset points",
                         fontsize=7, rotation=30, color="#1a6e1a", annotation_clip=True, clip_on=True)
-    lo, hi = model["yRange"]
     if lo is not None:
         ax.set_ylim(lo, hi)
     unit = f" ({model['metricUnit']})" if model["metricUnit"] else ""

@@ -56,3 +56,24 @@ def test_init_and_a_fresh_run_with_json(tmp_path):
     assert proc.returncode == 0 and proc.stderr == "" and json.loads(proc.stdout)["ok"]
     proc = repo.cli("run", "-m", "baseline", "--json")   # not -q: the benchmark's output stays in output.log
     assert proc.returncode == 0 and proc.stderr == "" and json.loads(proc.stdout)["status"] == "keep"
+
+
+def _json_commands():
+    import sys
+    sys.path.insert(0, str(__import__("helpers_engine").SRC))
+    from autoresearch import cli
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    return sorted(name for name, p in sub.choices.items() if any("--json" in a.option_strings for a in p._actions))
+
+
+@pytest.mark.parametrize("command", _json_commands())
+def test_every_json_command_answers_a_usage_error_with_one_object(torn, command):
+    """Every command that has --json (also ones added later, which the list above may not
+    cover yet): a bad flag is a usage error in one object, nothing on stderr, nothing run."""
+    before = torn.snapshot()
+    proc = torn.cli(command, "--no-such-flag", "--json")
+    assert proc.returncode == 2 and proc.stderr == "", proc.stderr
+    assert json.loads(proc.stdout)["error"] == "usage" and proc.stdout.count("\n") == 1
+    assert torn.snapshot() == before
+
