@@ -244,8 +244,9 @@ def scan(text, lower=None):
     found, warned = [], []
     for code, family, regex, anchors in SIGNATURES:
         best = None
+        require = REQUIRE.get(code)
         for anchor in anchors:
-            match = _last_on_anchor_lines(text, lower, regex, anchor)
+            match = _last_on_anchor_lines(text, lower, regex, anchor, require)
             if match and (best is None or match.start() > best.start()):
                 best = match
         if best is not None:
@@ -269,10 +270,23 @@ def lowered(text):
 
 
 # Lines checked per anchor word before giving up (bounds the worst case on odd logs).
-MAX_ANCHOR_LINES = 5000
+MAX_ANCHOR_LINES = 300
 
 
-def _last_on_anchor_lines(text, lower, regex, anchor):
+# Words one of which a line must hold before a signature's regex runs on it, for signatures
+# whose anchors are common words ('inf' is in every 'NCCL INFO' line): a cheap `in` test
+# keeps a 10,000-line log of such lines from costing a regex search each.
+REQUIRE = {
+    "LOSS_DIVERGED": ("loss", "fail", "non-finite", "nonfinite", "diverged", "val_bpb", "grad", "returned nan"),
+    "NCCL_ERROR": ("error", "built in", "aborted", "failed", "invalidusage", "systemerror", "internalerror",
+                   "unhandled"),
+    "HOST_OOM_KILLED": ("-9", "sigkill", "137", "signal", "memory", "oom", "killed"),
+    "SEGFAULT": ("segmentation", "-11", "sigsegv", "139"),
+    "LOSS_NEAR_ZERO": ("loss",),
+}
+
+
+def _last_on_anchor_lines(text, lower, regex, anchor, require=None):
     end = len(lower)
     for _ in range(MAX_ANCHOR_LINES):
         pos = lower.rfind(anchor, 0, end)
@@ -281,6 +295,9 @@ def _last_on_anchor_lines(text, lower, regex, anchor):
         start = lower.rfind("\n", 0, pos) + 1
         stop = lower.find("\n", pos)
         stop = len(lower) if stop < 0 else stop
+        if require and not any(word in lower[start:stop] for word in require):
+            end = start
+            continue
         match = regex.search(text, start, stop)
         if match:
             return match
