@@ -90,9 +90,11 @@ SIGNATURES = [
         r"Windows not yet supported for torch\.compile|Cannot find a working triton installation"
         r"|BackendCompilerFailed|InductorError|torch\._dynamo\.exc\.\w+|InvalidCxxCompiler"
         r"|CppCompileError|not yet supported for torch\.compile|LLVM ERROR|[/\\]\.triton[/\\]llvm[/\\]"
-        r"|triton\.compiler\.errors\.\w+|CompilationError: at \d+:\d+"),
+        r"|triton\.compiler\.errors\.\w+|CompilationError: at \d+:\d+|Failed to find C compiler"
+        r"|Python\.h: No such file or directory|Command '\['which', 'c\+\+'\]' returned non-zero"),
      ('torch.compile', 'triton installation', 'backendcompilerfailed', 'inductorerror', 'torch._dynamo.exc',
-      'invalidcxxcompiler', 'cppcompileerror', 'llvm error', '.triton', 'compilationerror')),
+      'invalidcxxcompiler', 'cppcompileerror', 'llvm error', '.triton', 'compilationerror', 'c compiler',
+      'python.h', "'which', 'c++'")),
     ("DISK_FULL", "DATA", re.compile(
         r"No space left on device|\[Errno 28\]|Not enough disk space|Disk quota exceeded|\bENOSPC\b", _I),
      ('no space left', 'errno 28', 'not enough disk space', 'disk quota', 'enospc')),
@@ -180,8 +182,9 @@ SIGNATURES = [
      ('mpi support is disabled', 'process group has not been initialized', 'distnetworkerror',
       'client socket has timed out', 'c10d', 'address already in use', 'server socket has failed')),
     ("FP16_LOSS_SCALE_OVERFLOW", "NAN_LOSS", re.compile(
-        r"Overflow detected\. Skipping step|Gradient overflow\.\s+Skipping step|Minimum loss scale reached"),
-     ('overflow detected', 'gradient overflow', 'minimum loss scale')),
+        r"Overflow detected\. Skipping step|Gradient overflow\.\s+Skipping step|Minimum loss scale reached"
+        r"|OVERFLOW! Rank \d+ Skipping step|Current loss scale already at minimum"),
+     ('overflow detected', 'gradient overflow', 'minimum loss scale', 'overflow! rank', 'already at minimum')),
     ("LOSS_DIVERGED", "NAN_LOSS", re.compile(
         r"\bloss\b['\"`]*\s*(?:is\s+|[:=]\s*|\d+\s+)?['\"]*[-+]?(?:nan|inf)\b|Loss is (?:NaN|inf)|non-finite loss|^FAIL\s*$"
         r"|the run diverged|val_bpb is (?:nan|inf)|nonfinite (?:grad|param)|returned nan values"
