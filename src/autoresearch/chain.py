@@ -25,6 +25,8 @@ import os
 import time
 from dataclasses import dataclass, field
 
+from autoresearch.files import write_atomic
+
 FIELD = "prev"
 GENESIS = "0" * 32
 STATE = "autoresearch"
@@ -335,22 +337,6 @@ def _parse(raw):
         if isinstance(record, dict):
             entries.append((number, line, record))
     return entries
-
-
-def write_atomic(path, data: bytes):
-    tmp = f"{path}.tmp.{os.getpid()}"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def _quiet(message):

@@ -87,11 +87,11 @@ def record(repo, config, snapshot_dir=None):
         files += [FileState.of(os.path.join(folder, "autoresearch.jsonl"), "the engine's copy of the log"),
                   FileState.of(os.path.join(folder, chain.TIP), "the log's chain tip")]
     files.append(FileState.of(repo.session, "the session file"))
-    for name in config.get("fixed") or {}:
+    for name in config.fixed or {}:
         files.append(FileState.of(os.path.join(root, name), f"fixed file {name}"))
     snap = []
     if snapshot_dir:
-        for name in config.get("fixed") or {}:
+        for name in config.fixed or {}:
             snap.append(FileState.of(os.path.join(snapshot_dir, name), f"fixed file {name} (in the run's snapshot)",
                                      restore=False))
     branch = gitops.branch_ref(root)
@@ -261,6 +261,20 @@ def _read(path):
             return f.read()
     except OSError:
         return None
+
+
+def mark_tampered(verdict, changes, failed):
+    """Make the verdict `tampered`: never kept, whatever it measured; the reason and the record
+    say what was changed and that the engine restored it."""
+    r = verdict.record
+    r.status = "tampered"
+    r.reason = (f"the run changed what decides: {summary(changes)}; restored by the engine, never kept"
+                + (f"; could not restore: {', '.join(failed)}" if failed else ""))
+    r.metric = None
+    r.confidence = r.value = r.policy = None
+    r.tampered = [c.text() for c in changes]
+    verdict.decision = None
+    verdict.metric_hint = None
 
 
 def summary(changes):

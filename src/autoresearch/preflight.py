@@ -15,10 +15,11 @@ from autoresearch import chain, cli, gitops
 MIN_FREE_BYTES = 1 << 20
 
 
-def check(repo, config, cap_bytes):
+def check(repo, config):
+    from autoresearch.measure import output_cap
     _git_state(repo)
     _paths(repo, config)
-    _storage(repo, cap_bytes)
+    _storage(repo, output_cap(config))
 
 
 def _git_state(repo):
@@ -34,7 +35,7 @@ def _git_state(repo):
 
 def _paths(repo, config):
     root = os.path.realpath(repo.root)
-    for kind, names in (("scope", config.get("scope") or []), ("fixed", list(config.get("fixed") or {}))):
+    for kind, names in (("scope", config.scope or []), ("fixed", list(config.fixed or {}))):
         for name in names:
             real = os.path.realpath(os.path.join(repo.root, name))
             if real != root and not real.startswith(root + os.sep):

@@ -50,7 +50,7 @@ def open_for(repo, config, run, commit, run_dir, env):
     dest = os.path.join(snapshots_dir(repo), str(run))
     snapshot.remove(dest)
     snapshot.export_commit(repo.root, commit, dest)
-    scope = [s.rstrip("/") + ("/" if os.path.isdir(os.path.join(repo.root, s)) else "") for s in config.get("scope") or []]
+    scope = [s.rstrip("/") + ("/" if os.path.isdir(os.path.join(repo.root, s)) else "") for s in config.scope or []]
     try:
         snapshot.link_untracked(repo.root, dest, skip=NOT_LINKED + scope)
         tmp = tempfile.mkdtemp(prefix=f"autoresearch-run{run}-")
@@ -74,7 +74,7 @@ def sandbox_name(ws):
 
 
 def _confine(repo, config, dest, run_dir, tmp):
-    fixed = list(config.get("fixed") or {})
+    fixed = list(config.fixed or {})
     protected = [os.path.join(repo.root, f) for f in fixed] + [os.path.join(dest, f) for f in fixed]
     protected += [repo.log] + _git_dirs(repo.root)
     closed = [repo.root, dest, repo.state, snapshots_dir(repo)]
