@@ -149,6 +149,7 @@ def _plan(repo, config, runs, args):
     if budget and len(runs) >= budget:
         raise cli.Refused(f"the iteration budget is spent ({len(runs)} of {budget} runs in this segment); "
                           "`autoresearch init` starts a new segment with a new budget")
+    _check_budgets(repo, config, runs, session)
     root = repo.root
     head = gitops.head(root)
     if head is None:
@@ -198,6 +199,15 @@ def _plan(repo, config, runs, args):
     if budget:
         count = min(count, budget - len(runs))
     return Plan(base, best_full, commit_scope, repeat_of, count, scope_hash, scope_lines)
+
+
+def _check_budgets(repo, config, runs, session):
+    """Refuse when the time, GPU-hour or cost budget is spent (ledger.py), with the figure."""
+    from autoresearch import ledger  # noqa: PLC0415
+    spent = ledger.figures(repo, config, runs, session)[2]
+    if spent:
+        raise cli.Refused(f"{spent}; the loop ends here (`autoresearch init` starts a new segment with a "
+                          "new budget)")
 
 
 def _check_fixed(repo, config, source, head):

@@ -9,7 +9,7 @@ import argparse
 import os
 import sys
 
-from autoresearch import cli, decide, log, output, research, state
+from autoresearch import cli, decide, ledger, log, night_log, output, research, state
 
 STATUSES = log.STATUSES
 LAST_RUNS = 5
@@ -57,6 +57,7 @@ def compute(repo, warn=None):
     stats = decide.noise(runs, rules)
     budget = config.get("max_iterations")
     session = state.read_session(repo) or {}
+    costs, budgets, spent = ledger.figures(repo, config, runs, session)
     return {
         "segment": segment,
         "name": config.get("name"),
@@ -85,6 +86,10 @@ def compute(repo, warn=None):
         "fixed": sorted((config.get("fixed") or {}).keys()),
         "command": config.get("command"),
         "policies": config.get("policies") or {},
+        "ledger": costs.to_dict(),
+        "budgets": budgets.to_dict(),
+        "budget_spent": spent,
+        "night": night_log.summary(repo),
     }
 
 
@@ -191,6 +196,10 @@ def status_text(s):
         lines.append(f"  #{r['run']} {r['status']:<13} {_fmt(r['metric']):>10}  {_short(r['description'], 60)}")
     left = "unlimited" if s["iterations_left"] is None else f"{s['iterations_left']} of {s['max_iterations']}"
     lines.append(f"consecutive non-keeps: {s['consecutive_non_keeps']}; iterations left: {left}")
+    lines.extend(ledger.text(s["ledger"]))
+    if s["budget_spent"]:
+        lines.append(f"budget: {s['budget_spent']}; the loop ends here")
+    lines.extend(night_log.text(s["night"]))
     lines.append(f"session: {'active' if s['active'] else 'stopped'}"
                  + (f" (owner {s['owner_session']})" if s["owner_session"] else ""))
     if s["running"]:
@@ -232,6 +241,8 @@ def brief_text(s):
     left = "unlimited" if s["iterations_left"] is None else str(s["iterations_left"])
     lines.append(f"Consecutive non-keeps: {s['consecutive_non_keeps']}. Iterations left: {left}."
                  + ("" if s["active"] else " Session STOPPED (`autoresearch resume` to continue)."))
+    if s.get("budget_spent"):
+        lines.append(f"Budget: {s['budget_spent']}; the loop is over.")
     lines.append(f"Rules: edit only {scope}; never edit {fixed}. The engine commits, decides keep/discard "
                  "and resets git; don't commit or reset yourself.")
     lines.append(f"Next: edit {scope}, then run: {next_command()}")

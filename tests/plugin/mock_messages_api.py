@@ -6,8 +6,10 @@ plugin hooks) against a "model" that is a Python function of the request body.
 
 `script(body) -> list of blocks`, each block {"type": "text", "text": ...} or
 {"type": "tool_use", "name": ..., "input": {...}}. The reply's stop_reason is "tool_use" when
-it holds a tool call, else "end_turn". Every request body is kept in `.requests` (and, when
-`record_path` is given, appended to that JSONL file) for the test to inspect.
+it holds a tool call, else "end_turn". The script may instead return an `APIError`, which is
+answered as the real API answers an error (status, JSON error body, headers such as
+retry-after). Every request body is kept in `.requests` (and, when `record_path` is given,
+appended to that JSONL file) for the test to inspect.
 """
 
 import itertools
@@ -16,6 +18,17 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 _ids = itertools.count(1)
+
+
+class APIError:
+    """An error answer: e.g. APIError(429, "rate_limit_error", "...", {"retry-after": "2"})."""
+
+    def __init__(self, status, kind, message, headers=None):
+        self.status, self.kind, self.message = status, kind, message
+        self.headers = dict(headers or {})
+
+    def body(self):
+        return {"type": "error", "error": {"type": self.kind, "message": self.message}}
 
 
 class MessagesAPI:
@@ -89,15 +102,20 @@ class MessagesAPI:
                     return
                 api.record(body)
                 blocks = api.reply_for(body)
+                if isinstance(blocks, APIError):
+                    self._json(blocks.status, blocks.body(), blocks.headers)
+                    return
                 message = _message(body, blocks)
                 if body.get("stream"):
                     self._stream(message)
                 else:
                     self._json(200, message)
 
-            def _json(self, code, obj):
+            def _json(self, code, obj, headers=None):
                 data = json.dumps(obj).encode()
                 self.send_response(code)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.send_header("request-id", f"req_mock_{next(_ids)}")
