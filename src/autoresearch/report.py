@@ -102,6 +102,7 @@ def cmd_report(args):
     model = build_model(root, Path(args.log), kwh_price=args.kwh_price, warn=_warn)
     details = all_details(root, model, REPORT_POINTS)
     add_energy_totals(model, details.values())
+    add_ledger(model, root)
     page = render_html(model, details).encode("utf-8")
     if to_stdout:
         sys.stdout.buffer.write(page)
@@ -391,6 +392,28 @@ def add_energy_totals(model, details):
     measured = [d["energy"] for d in details if d and d.get("energy")]
     model["summary"]["runsWithEnergy"] = len(measured)
     model["summary"]["energyKwh"] = sum(e["kwh"] for e in measured) if measured else None
+
+
+def add_ledger(model, root):
+    """The cost panel: the segment's ledger (agent tokens and dollars, GPU time, cost per kept
+    improvement), each run's cost and the cumulative cost curve, and the last night's log."""
+    from autoresearch import ledger, night_log, research, state  # noqa: PLC0415
+    repo = research.Repo(root)
+    records = arlog.read(repo.log, warn=lambda m: None)
+    segs = arlog.segments(records)
+    config, runs = segs[-1] if segs else (None, [])
+    try:
+        built = ledger.build(repo, config, runs, state.read_session(repo) or {})
+    except OSError:
+        return
+    total, curve = 0.0, []
+    for row in built.per_run:
+        total += row["cost_usd"]
+        curve.append({"run": row["run"], "cost": row["cost_usd"], "tokens": row["tokens"], "cumulative": total,
+                      "gpu_s": row["gpu_s"]})
+    totals = built.to_dict()
+    model["summary"]["ledger"] = totals
+    model["ledger"] = {"totals": totals, "perRun": curve, "night": _clean(night_log.summary(repo))}
 
 
 def read_steps(path, max_points):

@@ -32,9 +32,11 @@ class APIError:
 
 
 class MessagesAPI:
-    def __init__(self, script, record_path=None):
+    def __init__(self, script, record_path=None, usage=None):
         self.script = script
         self.record_path = record_path
+        self.usage = usage or (lambda body: {"input_tokens": 100, "output_tokens": 20})
+        self.served = []    # (request body, usage) of every answer that was not an error
         self.requests = []
         self.errors = []
         self._lock = threading.Lock()
@@ -105,7 +107,9 @@ class MessagesAPI:
                 if isinstance(blocks, APIError):
                     self._json(blocks.status, blocks.body(), blocks.headers)
                     return
-                message = _message(body, blocks)
+                message = _message(body, blocks, api.usage(body))
+                with api._lock:
+                    api.served.append((body, message["usage"]))
                 if body.get("stream"):
                     self._stream(message)
                 else:
@@ -135,7 +139,7 @@ class MessagesAPI:
         return Handler
 
 
-def _message(body, blocks):
+def _message(body, blocks, usage):
     content = []
     for block in blocks:
         if block["type"] == "tool_use":
@@ -146,11 +150,12 @@ def _message(body, blocks):
     stop = "tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn"
     return {"id": f"msg_mock{next(_ids):06d}", "type": "message", "role": "assistant",
             "model": body.get("model", "mock"), "content": content, "stop_reason": stop, "stop_sequence": None,
-            "usage": {"input_tokens": 100, "output_tokens": 20}}
+            "usage": dict(usage)}
 
 
 def _events(message):
-    start = dict(message, content=[], stop_reason=None, usage={"input_tokens": 100, "output_tokens": 1})
+    # As the API streams it: message_start carries the input side, message_delta the output.
+    start = dict(message, content=[], stop_reason=None, usage=dict(message["usage"], output_tokens=1))
     yield "message_start", {"type": "message_start", "message": start}
     for index, block in enumerate(message["content"]):
         if block["type"] == "tool_use":
@@ -164,7 +169,7 @@ def _events(message):
         yield "content_block_stop", {"type": "content_block_stop", "index": index}
     yield "message_delta", {"type": "message_delta",
                             "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-                            "usage": {"output_tokens": 20}}
+                            "usage": {"output_tokens": message["usage"]["output_tokens"]}}
     yield "message_stop", {"type": "message_stop"}
 
 
