@@ -315,6 +315,7 @@ class Night:
 
     def _end(self, reason, code):
         night_log.append(self.repo, "end", night=self.id, session=self.session, reason=reason)
+        state.write_session(self.repo, night=None)   # the night's own limits end with it
         self._say(f"night {self.id} ended: {reason}")
         status = _status(self.repo)
         for line in ledger.text(status["ledger"]):

@@ -93,13 +93,13 @@ def researcher(repo, outage=None, slow_second=False):
             return [bash('autoresearch run -m "baseline"'), [{"type": "text", "text": "Baseline recorded."}]]
         if STOP_MARK in trigger or RESUME_MARK in trigger:
             k = len(runs_in(repo))
-            current = next(line for line in (repo / "train.py").read_text().splitlines() if line.startswith("OFFSET"))
-            new = f"OFFSET = {offset_for(k)}" + ("\nSLEEP = 30" if slow_second and k == 1 else "")
+            lines = (repo / "train.py").read_text().splitlines()
+            current = "\n".join(line for line in lines if line.startswith(("OFFSET", "SLEEP")))
+            sleep = 30 if slow_second and k == 1 else 0
             return [[{"type": "tool_use", "name": "Read", "input": {"file_path": str(repo / "train.py")}}],
                     [{"type": "tool_use", "name": "Edit", "input": {
-                        "file_path": str(repo / "train.py"), "old_string": current + ("\nSLEEP = 0" if slow_second
-                                                                                       and k == 1 else ""),
-                        "new_string": new}}],
+                        "file_path": str(repo / "train.py"), "old_string": current,
+                        "new_string": f"OFFSET = {offset_for(k)}\nSLEEP = {sleep}"}}],
                     bash(f'autoresearch run -m "offset {offset_for(k)}"'),
                     [{"type": "text", "text": f"Experiment {k} recorded."}]]
         return [[{"type": "text", "text": "Nothing to do."}]]
@@ -172,9 +172,9 @@ def research_repo(tmp_path):
     return repo
 
 
-def init_in_shell(repo, env):
+def init_in_shell(repo, env, *extra):
     proc = autoresearch(["init", "--metric", "loss", "--command", "python3 train.py", "--scope", "train.py",
-                         "--fixed", "prepare.py", "--timeout", "60", "--max-iterations", str(BUDGET)], repo, env)
+                         "--fixed", "prepare.py", "--timeout", "60", "--max-iterations", str(BUDGET), *extra], repo, env)
     assert proc.returncode == 0, proc.stderr
 
 
@@ -268,3 +268,91 @@ def test_night_survives_api_errors_and_ends_at_the_budget(tmp_path, research_rep
     page = (tmp_path / "r.html").read_text()
     assert "cost-panel" in page and "cost-curve" in page
     print(f"night e2e: {took:.1f} s, {len(agent)} agent requests, {answers} billed answers")
+
+
+def test_ctrl_c_ends_the_night_with_the_run_in_progress_recorded(tmp_path, research_repo):
+    require_tool(CLAUDE, HINT)
+    repo = research_repo
+    with MessagesAPI(researcher(repo, slow_second=True)) as api:
+        env = night_env(tmp_path, api.url)
+        init_in_shell(repo, env)
+        night = subprocess.Popen([sys.executable, "-m", "autoresearch", "night", "--foreground", "--backoff", "1",
+                                  "--", "--plugin-dir", str(ROOT)], cwd=repo, env=env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True)
+        current = repo / ".autoresearch" / "current.json"
+        deadline = time.time() + 120
+        while time.time() < deadline and night.poll() is None:
+            try:
+                if json.loads(current.read_text()).get("phase") == "benchmark" and len(runs_in(repo)) == 1:
+                    break
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.2)
+        assert night.poll() is None, night.stdout.read()
+        interrupted = time.time()
+        night.send_signal(signal.SIGINT)
+        out, _ = night.communicate(timeout=120)
+        took = time.time() - interrupted
+    assert night.returncode == 130, out[-3000:]
+    # The run in progress is recorded whole (as a crash: the engine was interrupted), nothing is left half-done.
+    runs = runs_in(repo)
+    assert [r["run"] for r in runs] == [1, 2] and runs[1]["status"] == "crash", runs
+    assert "interrupted" in runs[1]["reason"]
+    assert not current.exists()
+    head = subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], cwd=repo, capture_output=True, text=True).stdout
+    assert head.strip() == runs[0]["commit"]
+    events = [json.loads(line) for line in (repo / ".autoresearch" / "night.jsonl").read_text().splitlines()]
+    assert [e["event"] for e in events] == ["start", "exit", "end"]
+    assert events[-1]["reason"] == "interrupted by SIGINT"
+    assert took < 60, f"the night took {took:.0f} s to end after Ctrl-C"
+    # A new night can start: the lock went with the process.
+    status = json.loads(autoresearch(["status", "--json"], repo, env).stdout)
+    assert status["running"] is None and status["active"]
+
+
+def test_night_refuses_clearly(tmp_path, research_repo):
+    env = night_env(tmp_path, "http://127.0.0.1:9")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    proc = autoresearch(["night", "--foreground"], plain, env)
+    assert proc.returncode == 3 and "is not in a git repository" in proc.stderr
+    proc = autoresearch(["night", "--foreground"], research_repo, env)
+    assert proc.returncode == 3 and "no autoresearch.jsonl" in proc.stderr and "init" in proc.stderr
+    init_in_shell(research_repo, env)
+    no_claude = dict(env, PATH=os.pathsep.join([os.path.dirname(sys.executable), "/usr/bin", "/bin"]))
+    proc = autoresearch(["night", "--foreground"], research_repo, no_claude)
+    assert proc.returncode == 3 and "`claude` (Claude Code) is not on PATH" in proc.stderr
+    for bypass in (["--dangerously-skip-permissions"], ["--permission-mode", "bypassPermissions"]):
+        proc = autoresearch(["night", "--foreground", "--", *bypass], research_repo, env)
+        assert proc.returncode == 2 and "never bypasses permissions" in proc.stderr
+    assert autoresearch(["stop", "--reason", "enough for today"], research_repo, env).returncode == 0
+    proc = autoresearch(["night", "--foreground"], research_repo, env)
+    assert proc.returncode == 3
+    assert "the research session is stopped (enough for today); `autoresearch resume` reopens it" in proc.stderr
+    assert not (research_repo / ".autoresearch" / "night.jsonl").exists()   # nothing started, nothing logged
+
+
+def test_a_cost_budget_ends_the_night_and_refuses_the_next_run(tmp_path, research_repo):
+    require_tool(CLAUDE, HINT)
+    repo = research_repo
+    prices = tmp_path / "prices.json"
+    prices.write_text('{"claude-opus-5-5": {"input": 10, "output": 50}}')   # cache prices follow: 12.5, 20, 1
+    with MessagesAPI(researcher(repo), usage=billed) as api:
+        env = night_env(tmp_path, api.url)
+        init_in_shell(repo, env, "--prices", str(prices), "--max-cost", "0.16")
+        night = autoresearch(["night", "--foreground", "--backoff", "1", "--max-cost", "0.15", "--",
+                              "--plugin-dir", str(ROOT)], repo, env, timeout=300)
+    assert night.returncode == 0, night.stdout[-3000:]
+    # Each answer costs about $0.083: the baseline ran, then the second answer spent the night's $0.15.
+    assert [r["run"] for r in runs_in(repo)] == [1]
+    served = [u for b, u in api.served if is_agent_request(b)]
+    cost = sum(u["input_tokens"] * 10 + u["output_tokens"] * 50 + u["cache_read_input_tokens"] * 1.0
+               + u["cache_creation_input_tokens"] * 12.5 for u in served) / 1e6
+    events = [json.loads(line) for line in (repo / ".autoresearch" / "night.jsonl").read_text().splitlines()]
+    assert events[-1]["reason"] == f"the cost budget is spent (${cost:.2f} of $0.15 on the agent's tokens)"
+    assert [e["event"] for e in events] == ["start", "exit", "end"]
+    # The night's own limit ended with it; init's $0.16 is spent too, and `run` says so.
+    (repo / "train.py").write_text(TRAIN_PY.replace("OFFSET = 1.0", "OFFSET = 0.5"))
+    proc = autoresearch(["run", "-m", "one more"], repo, env)
+    assert proc.returncode == 3
+    assert f"the cost budget is spent (${cost:.2f} of $0.16 on the agent's tokens)" in proc.stderr
