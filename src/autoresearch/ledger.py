@@ -23,7 +23,8 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 
-from autoresearch.research import now_ms, read_json, write_json_atomic
+from autoresearch.files import read_json, write_json_atomic
+from autoresearch.research import now_ms
 
 AGENTS_NAME = "agents.json"
 CACHE_NAME = "ledger-cache.json"
@@ -134,9 +135,14 @@ def _price(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1e6
 
 
+def _field(record, name):
+    """A field of a typed log record (log.Config, log.Run), None when there is no record."""
+    return getattr(record, name, None) if record is not None else None
+
+
 def config_prices(config):
     """The config header's price table (as written by `init --prices`), else the defaults."""
-    raw = (config or {}).get("prices")
+    raw = _field(config, "prices")
     if isinstance(raw, dict) and raw:
         try:
             return {k: tuple(float(x) for x in v) for k, v in raw.items() if len(v) == len(PRICE_KEYS)}
@@ -146,7 +152,7 @@ def config_prices(config):
 
 
 def prices_source(config):
-    raw = (config or {}).get("prices")
+    raw = _field(config, "prices")
     return "the price file given to `init --prices`" if isinstance(raw, dict) and raw else PRICES_SOURCE
 
 
@@ -271,7 +277,7 @@ def sessions_of(repo, config, session):
     data = read_json(agents_path(repo)) or {}
     known = data.get("sessions") if isinstance(data.get("sessions"), dict) else {}
     found = {sid: (e.get("transcript") if isinstance(e, dict) else None) for sid, e in known.items()}
-    for sid in ((config or {}).get("owner_session"), (session or {}).get("owner_session")):
+    for sid in (_field(config, "owner_session"), (session or {}).get("owner_session")):
         if isinstance(sid, str) and sid:
             found.setdefault(sid, None)
     return found
@@ -299,7 +305,7 @@ def agent_messages(repo, config, session):
             write_json_atomic(cache_path, {"version": CACHE_VERSION, "files": files})
         except OSError:
             pass  # a read-only repo: the next call reads the transcripts again
-    start = (config or {}).get("timestamp") or 0
+    start = _field(config, "timestamp") or 0
     return sorted((tuple(m) for m in messages.values() if m[0] >= start), key=lambda m: m[0])
 
 
@@ -336,36 +342,32 @@ class Ledger:
 
 
 def gpu_count(config):
-    gpus = ((config or {}).get("hardware") or {}).get("gpus")
+    hardware = _field(config, "hardware")
+    gpus = hardware.get("gpus") if isinstance(hardware, dict) else None
     return len(gpus) if isinstance(gpus, list) else 0
 
 
-def improvements(runs):
-    """Kept runs after the baseline: each one moved the best."""
-    keeps = [r for r in runs if r.get("status") == "keep"]
-    return max(0, len(keeps) - 1)
-
-
-def build(repo, config, runs, session):
+def build(repo, config, runs, session, improvements=0):
     """The segment's ledger: agent usage per run (the answers between the previous run's record
-    and this one's), GPU and wall time, and the totals."""
+    and this one's), GPU and wall time, and the totals. `improvements`: the kept runs after the
+    baseline (from the one summary, summary.summarise)."""
     prices = config_prices(config)
     messages = agent_messages(repo, config, session)
     gpus = gpu_count(config)
-    ledger = Ledger(gpus=gpus, improvements=improvements(runs), prices_source=prices_source(config),
+    ledger = Ledger(gpus=gpus, improvements=improvements, prices_source=prices_source(config),
                     sessions=len(sessions_of(repo, config, session)))
     i = 0
     for run in runs:
-        stamp = run.get("timestamp") if isinstance(run.get("timestamp"), (int, float)) else None
+        stamp = run.timestamp if isinstance(run.timestamp, (int, float)) else None
         usage = Usage()
         while i < len(messages) and stamp is not None and messages[i][0] <= stamp:
             usage.add(messages[i], prices)
             i += 1
-        wall = run.get("duration_s") if isinstance(run.get("duration_s"), (int, float)) else 0.0
+        wall = run.duration_s if isinstance(run.duration_s, (int, float)) else 0.0
         gpu_s = wall * max(1, gpus)
         ledger.wall_seconds += wall
         ledger.gpu_seconds += gpu_s
-        ledger.per_run.append(dict(usage.to_dict(), run=run.get("run"), wall_s=wall, gpu_s=round(gpu_s, 3)))
+        ledger.per_run.append(dict(usage.to_dict(), run=run.run, wall_s=wall, gpu_s=round(gpu_s, 3)))
     for message in messages[i:]:
         ledger.since_last_run.add(message, prices)
     for message in messages:
@@ -388,17 +390,17 @@ class Budgets:
 
 
 def budgets_of(config, session):
-    config = config or {}
     night = (session or {}).get("night") if isinstance((session or {}).get("night"), dict) else {}
+    hours, started = _field(config, "max_hours"), _field(config, "timestamp")
     deadlines = []
-    if _number(config.get("max_hours")) and _number(config.get("timestamp")):
-        deadlines.append(config["timestamp"] + config["max_hours"] * 3.6e6)
+    if _number(hours) and _number(started):
+        deadlines.append(started + hours * 3.6e6)
     if _number(night.get("deadline_ms")):
         deadlines.append(night["deadline_ms"])
-    return Budgets(max_hours=config.get("max_hours") if _number(config.get("max_hours")) else None,
+    return Budgets(max_hours=hours if _number(hours) else None,
                    deadline_ms=int(min(deadlines)) if deadlines else None,
-                   max_gpu_hours=_tightest(config.get("max_gpu_hours"), night.get("max_gpu_hours")),
-                   max_cost=_tightest(config.get("max_cost"), night.get("max_cost")))
+                   max_gpu_hours=_tightest(_field(config, "max_gpu_hours"), night.get("max_gpu_hours")),
+                   max_cost=_tightest(_field(config, "max_cost"), night.get("max_cost")))
 
 
 def _number(value):
@@ -429,9 +431,9 @@ def _clock(ms):
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(ms / 1000))
 
 
-def figures(repo, config, runs, session):
+def figures(repo, config, runs, session, improvements=0):
     """(ledger, budgets, spent message or None): what status, the hooks and `run` all read."""
-    ledger = build(repo, config, runs, session)
+    ledger = build(repo, config, runs, session, improvements)
     budgets = budgets_of(config, session)
     return ledger, budgets, spent(budgets, ledger)
 

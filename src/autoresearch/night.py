@@ -341,9 +341,9 @@ class Night:
 
     def _env(self):
         _, config, _, _ = research.load(self.repo, warn=lambda m: None)
-        config = config or {}
-        repeats = max(2, int(config.get("noise_runs") or 1))     # a baseline's repeats, a win's re-run
-        run_s = float(config.get("timeout_s") or 600) * repeats + float(config.get("checks_timeout_s") or 0) + 300
+        repeats = max(2, int(getattr(config, "noise_runs", None) or 1))   # a baseline's repeats, a win's re-run
+        run_s = (float(getattr(config, "timeout_s", None) or 600) * repeats
+                 + float(getattr(config, "checks_timeout_s", None) or 0) + 300)
         bash_ms = str(int(max(run_s, 1200) * 1000))
         env = dict(os.environ)
         env["CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"] = "0"
