@@ -13,6 +13,7 @@ import signal
 from dataclasses import dataclass, field, replace
 
 from autoresearch import decide, log, output
+from autoresearch.measure import succeeded
 from autoresearch.files import read_text, write_atomic
 from autoresearch.plan import reinit_command
 
@@ -52,8 +53,8 @@ def judge(config, runs, m, template, workdir, scope_lines=None, confirmed=False)
     record.best_before = decide.value_of(runs, best) if best else None
     record.threshold = decide.noise(runs, decide.Rules.from_config(config))["threshold"]
     v.tail, v.tail_of = tail(os.path.join(m.run_dir, log_name)), log_name
-    if status == "crash" and m.interrupted is None and not _printed(config, m):
-        v.metric_hint = metric_hint(config, m)
+    if m.interrupted is None and succeeded(m) and not _printed(config, m):
+        v.metric_hint = metric_hint(config, m)   # it exited 0 without the metric: the benchmark's fault
     if status in ("crash", "timeout"):
         _diagnose(v, config, status, workdir, m.run_dir)
     return v

@@ -58,3 +58,12 @@ def test_no_metric_at_all_points_at_the_benchmark_output(tmp_path):
     assert "next: the benchmark (`bash bench.sh`) must print a line `METRIC loss=<number>`" in proc.stdout
     assert subprocess.run(["git", "status", "--porcelain"], cwd=repo.root, capture_output=True,
                           text=True).stdout == ""
+
+
+def test_a_crash_of_the_code_still_points_at_the_scope(tmp_path):
+    repo = make_repo(tmp_path / "r")
+    repo.ok("run", "-q", "-m", "baseline")
+    repo.set("crash")
+    proc = repo.cli("run", "-q", "-m", "break it")
+    assert repo.runs()[-1]["reason"] == "exit 1"
+    assert proc.stdout.splitlines()[-1] == 'next: edit value.txt, then autoresearch run -m "what you changed"'
