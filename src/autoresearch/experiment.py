@@ -123,8 +123,9 @@ def _restore_signals(saved):
 
 
 def _echo_stream(args):
-    stream = sys.stderr if output.wants_json(args) else sys.stdout
-    return getattr(stream, "buffer", None)
+    if output.wants_json(args):   # --json: the one object and nothing else; the output is in output.log
+        return None
+    return getattr(sys.stdout, "buffer", None)
 
 
 @dataclass

@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from autoresearch import cli
+from autoresearch import cli, runfiles
 from autoresearch import log as arlog
 from autoresearch.files import write_atomic
 
@@ -45,7 +45,8 @@ SAMPLE_MAX_CHARS = 6_000
 # energy_j is read for the energy figure and then dropped from the page.
 STEP_KEYS = ("step", "elapsed_s", "loss", "lr_mult", "grad_norm", "tok_per_s", "mfu", "mem_mb", "power_w",
              "energy_j")
-FAILED = ("crash", "timeout", "checks_failed")
+FAILED = ("crash", "timeout", "checks_failed", "tampered")
+RATE_MIN_HOURS, RATE_MIN_RUNS = 0.5, 4   # runs per hour is shown over at least this span and runs
 _NUMBER = (int, float)
 _PLAIN = {int, float, type(None)}
 DEFAULT_KWH_PRICE = 0.30
@@ -176,7 +177,8 @@ def build_model(root, log_path, kwh_price=DEFAULT_KWH_PRICE, warn=_warn):
     status = None
     if night.current is not None and night.current.config is not None:
         from autoresearch import research
-        status = arsummary.status_object(research.Repo(root), night)
+        # the same object `status --json` prints, its text shown as on the rest of the page
+        status = _clean(arsummary.status_object(research.Repo(root), night))
     return {
         "title": config["name"] or "autoresearch",
         "metricName": config["metricName"],
@@ -262,7 +264,9 @@ def overall_summary(runs, last, kwh_price):
         "counts": counts,
         "failed": sum(counts.get(s, 0) for s in FAILED),
         "spanHours": span_h,
-        "runsPerHour": (len(stamps) - 1) / span_h if span_h else None,
+        # a rate only over a span where it means something (not "94.7 per hour over 0.0 h")
+        "runsPerHour": (len(stamps) - 1) / span_h if span_h and span_h >= RATE_MIN_HOURS
+        and len(stamps) >= RATE_MIN_RUNS else None,
         "gpuHours": sum(durations) / 3600 if durations else None,
         "runsWithDuration": len(durations),
         "longestNoKeep": last.longest_non_keeps if last else 0,
@@ -290,24 +294,18 @@ def read_current(root):
 # ---------------------------------------------------------------- per-run files
 
 def run_dir(root, run):
-    """The run's folder: the record's run_dir when it lies inside the repo, else the default.
+    """The run's folder (a real folder in .autoresearch/runs, no link on the way), or None.
 
-    The log is untrusted, so a run_dir that climbs out of the repo (`../..`, an absolute path)
-    is ignored rather than read into the page.
+    The log and the run folders are untrusted: a run_dir that climbs out (`../..`, an absolute
+    path) or a folder that is a link is not read into the page (runfiles.py).
     """
-    default = root / RUNS_DIR / str(run["run"])
-    given = run.get("run_dir")
-    if given:
-        path = os.path.normpath(os.path.join(root, given))
-        if path.startswith(os.path.join(str(root), "")) and os.path.isdir(path):
-            return Path(path)
-    return default
+    return runfiles.folder(root, run["run"], run.get("run_dir"))
 
 
 def all_details(root, model, max_points):
     """run_details for every run, keyed by run number as text; missing diffs come from git in one batch."""
     folders = {r["run"]: run_dir(root, r) for r in model["runs"]}
-    missing = {r["run"]: _ref(r) for r in model["runs"] if not (folders[r["run"]] / "diff.patch").exists()}
+    missing = {r["run"]: _ref(r) for r in model["runs"] if not runfiles.exists(folders[r["run"]], "diff.patch")}
     diffs = git_diffs(root, missing)
     return {str(r["run"]): run_details(root, r, max_points, model, diffs, folders[r["run"]]) for r in model["runs"]}
 
@@ -315,15 +313,15 @@ def all_details(root, model, max_points):
 def run_details(root, run, max_points, model=None, diffs=None, folder=None):
     """Everything the page shows for one run, read from its folder (all parts optional)."""
     folder = folder or run_dir(root, run)
-    steps = read_steps(folder / "steps.jsonl", max_points)
-    diagnosis = run.get("diagnosis") or _read_json(folder / "diagnosis.json")
-    diff = _read_text(folder / "diff.patch", DIFF_MAX_CHARS + 1)
+    steps = read_steps(folder, max_points)
+    diagnosis = run.get("diagnosis") or _read_json(folder, "diagnosis.json")
+    diff = _read_text(folder, "diff.patch", DIFF_MAX_CHARS + 1)
     if diff is None:
         diff = diffs.get(run["run"]) if diffs is not None else git_diffs(root, {run["run"]: _ref(run)}).get(run["run"])
     truncated = diff is not None and len(diff) > DIFF_MAX_CHARS
     if truncated:
         diff = diff[:DIFF_MAX_CHARS]
-    summary = _read_json(folder / "summary.json")
+    summary = _read_json(folder, "summary.json")
     price = model["kwhPrice"] if model else DEFAULT_KWH_PRICE
     used = energy(steps, price)
     if steps:
@@ -332,9 +330,9 @@ def run_details(root, run, max_points, model=None, diffs=None, folder=None):
         "steps": steps,
         "diff": diff,
         "diffTruncated": f"git show {_ref(run)}" if truncated else None,
-        "tail": read_tail(folder / "output.log"),
-        "checksTail": read_tail(folder / "checks.log") if run.get("status") == "checks_failed" else None,
-        "sample": _read_text(folder / "sample.txt", SAMPLE_MAX_CHARS),
+        "tail": read_tail(folder, "output.log"),
+        "checksTail": read_tail(folder, "checks.log") if run.get("status") == "checks_failed" else None,
+        "sample": _read_text(folder, "sample.txt", SAMPLE_MAX_CHARS),
         "summary": summary if isinstance(summary, dict) else None,
         "diagnosis": diagnosis if isinstance(diagnosis, dict) else None,
         "energy": used,
@@ -348,11 +346,10 @@ def add_energy_totals(model, details):
     model["summary"]["energyKwh"] = sum(e["kwh"] for e in measured) if measured else None
 
 
-def read_steps(path, max_points):
-    """The steps file as columns, thinned to at most max_points rows (first and last kept)."""
-    try:
-        raw = path.read_bytes()
-    except OSError:
+def read_steps(folder, max_points):
+    """The run folder's steps.jsonl as columns, thinned to at most max_points rows (first and last kept)."""
+    raw = runfiles.read_bytes(folder, "steps.jsonl")
+    if raw is None:
         return None
     lines = [line for line in raw.split(b"\n") if line.strip()]
     if lines and not raw.endswith(b"\n") and not _parses(lines[-1]):
@@ -419,16 +416,13 @@ def energy(steps, kwh_price):
             "avgPowerW": sum(power) / len(power) if power else None}
 
 
-def read_tail(path):
+def read_tail(folder, name="output.log"):
     """The last lines of output.log (the end is where a crash explains itself)."""
-    try:
-        with open(path, "rb") as f:
-            size = f.seek(0, os.SEEK_END)
-            f.seek(max(0, size - TAIL_BYTES))
-            data = f.read()
-    except OSError:
+    got = runfiles.read_tail(folder, name, TAIL_BYTES)
+    if got is None:
         return None
-    text = data.decode("utf-8", errors="replace")
+    data, size = got
+    text = runfiles.visible(data.decode("utf-8", errors="replace"))
     lines = text.split("\n")
     if size > TAIL_BYTES:
         lines = lines[1:]   # the first line is cut
@@ -480,31 +474,33 @@ def _store(result, wanted, sha, chunk):
     if sha:
         text = "\n".join(chunk).strip("\n")
         for run in wanted[sha]:
-            result[run] = text[:DIFF_MAX_CHARS + 1]
+            result[run] = runfiles.visible(text[:DIFF_MAX_CHARS + 1])
 
 
-def _read_text(path, limit):
-    try:
-        with open(path, "rb") as f:
-            data = f.read(limit * 4)
-    except OSError:
+def _read_text(folder, name, limit):
+    data = runfiles.read_bytes(folder, name, limit * 4)
+    if data is None:
         return None
-    return data.decode("utf-8", errors="replace")[:limit]
+    return runfiles.visible(data.decode("utf-8", errors="replace")[:limit])
 
 
-def _read_json(path):
+def _read_json(folder, name):
+    data = runfiles.read_bytes(folder, name, 1 << 22)
+    if data is None:
+        return None
     try:
-        return _clean(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError):
+        return _clean(json.loads(data.decode("utf-8")))
+    except (UnicodeDecodeError, ValueError, RecursionError):
         return None
 
 
 # ---------------------------------------------------------------- value hygiene
 
 def _text(value):
+    """Text for the page: bidi controls shown, not obeyed (runfiles.visible)."""
     if value is None:
         return ""
-    return value if isinstance(value, str) else json.dumps(_clean(value), ensure_ascii=False)
+    return runfiles.visible(value if isinstance(value, str) else json.dumps(_clean(value), ensure_ascii=False))
 
 
 def _num(value):
@@ -520,11 +516,13 @@ def _clean(value, depth=0):
     if depth > 20:
         return None
     if isinstance(value, dict):
-        return {str(k): _clean(v, depth + 1) for k, v in value.items()}
+        return {runfiles.visible(str(k)): _clean(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list):
         return [_clean(v, depth + 1) for v in value]
     if isinstance(value, float) and not math.isfinite(value):
         return None
+    if isinstance(value, str):
+        return runfiles.visible(value)
     return value
 
 
@@ -549,9 +547,7 @@ def page_script():
 def render_html(model, details=None, live=False):
     """The whole page; `details` maps run number (str) to run_details (static report)."""
     script = page_script()
-    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
-    csp = (f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; "
-           f"img-src data: blob:; connect-src 'self'; base-uri 'none'; form-action 'none'")
+    csp = content_policy(script)
     css = (STATIC / "uPlot.min.css").read_text(encoding="utf-8") + "\n" + \
         (STATIC / "report.css").read_text(encoding="utf-8")
     boot = {"live": live, "model": None if live else model, "details": None if live else details}
@@ -571,6 +567,14 @@ def render_html(model, details=None, live=False):
     return out
 
 
+def content_policy(script):
+    """The page's Content-Security-Policy: its own script (by hash) and nothing else runs.
+    (`serve` also sends it as a header, with frame-ancestors, which a <meta> cannot carry.)"""
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
+    return (f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; "
+            f"img-src data: blob:; connect-src 'self'; base-uri 'none'; form-action 'none'")
+
+
 def _html_escape(text):
     return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
             .replace('"', "&quot;").replace("'", "&#x27;"))
@@ -588,24 +592,40 @@ def _import_pyplot():
     return plt
 
 
+# The chart's statuses as the page draws them: (status, colour, marker size, label).
+PNG_STATUSES = (("discard", "#9a9a9a", 16, "discarded"), ("keep", "#2ca02c", 30, "kept"),
+                ("crash", "#d62728", 20, "crash"), ("timeout", "#9467bd", 20, "timeout"),
+                ("checks_failed", "#e377c2", 20, "checks failed"))
+
+
 def progress_png(model, plt):
     """karpathy's progress.png: discards grey, keeps green, the running best as a step line."""
     import io
     runs = model["runs"]
     fig, ax = plt.subplots(figsize=(12, 6), dpi=120)
     xs = list(range(1, len(runs) + 1))
-    for status, color, size, label in (("discard", "#bbbbbb", 12, "discarded"), ("keep", "#2ca02c", 30, "kept")):
-        pts = [(x, r["metric"]) for x, r in zip(xs, runs) if r["status"] == status and r["metric"] is not None]
-        if pts:
-            ax.scatter(*zip(*pts), s=size, color=color, label=label, zorder=3)
-    failed = [(x, r["metric"]) for x, r in zip(xs, runs) if r["status"] in FAILED]
-    measured = [(x, m) for x, m in failed if m is not None]
-    if measured:   # failed checks still have a metric
-        ax.scatter(*zip(*measured), s=14, color="#d62728", label="failed checks", zorder=3)
-    lost = [x for x, m in failed if m is None]
-    if lost:
-        ax.scatter(lost, [0.01] * len(lost), marker="x", color="#d62728", s=20, label="crashed (no metric)",
-                   transform=ax.get_xaxis_transform(), clip_on=False, zorder=3)
+    lo, hi = model["yRange"]
+    edge = ax.get_xaxis_transform()   # x in data, y in axes fractions: for the edge markers
+    for status, color, size, label in PNG_STATUSES + tuple(
+            (st, "#8c564b", 20, st) for st in sorted({r["status"] for r in runs} - {p[0] for p in PNG_STATUSES})):
+        mine = [(x, r["metric"]) for x, r in zip(xs, runs) if r["status"] == status]
+        if not mine:
+            continue
+        inside = [(x, m) for x, m in mine if m is not None and (lo is None or lo <= m <= hi)]
+        above = [(x, m) for x, m in mine if m is not None and lo is not None and m > hi]
+        below = [(x, m) for x, m in mine if m is not None and lo is not None and m < lo]
+        lost = [x for x, m in mine if m is None]
+        ax.scatter([x for x, _ in inside] or [], [m for _, m in inside] or [], s=size, color=color,
+                   edgecolors="#555555" if status == "discard" else color, linewidths=0.5, zorder=3,
+                   label=f"{label} ({len(mine)})")
+        for points, y, marker in ((above, 0.985, "^"), (below, 0.015, "v")):   # off the scale: on the edge, with the value
+            for x, m in points:
+                ax.scatter([x], [y], marker=marker, s=40, color=color, edgecolors="#333333", linewidths=0.5,
+                           transform=edge, clip_on=False, zorder=4)
+                ax.annotate(f"{m:.6g}", (x, y), xycoords=edge, xytext=(6, 0), textcoords="offset points",
+                            fontsize=7, va="center", color="#333333")
+        if lost:   # no value (crash, timeout): a cross along the bottom in the status's colour
+            ax.scatter(lost, [0.03] * len(lost), marker="x", color=color, s=24, transform=edge, clip_on=False, zorder=3)
     for seg in model["segments"]:
         seg_pts = [(x, r["running_best"]) for x, r in zip(xs, runs)
                    if r["segment"] == seg["index"] and r["running_best"] is not None]
@@ -618,7 +638,6 @@ def progress_png(model, plt):
         if r["status"] == "keep" and r["metric"] is not None:
             ax.annotate(r["description"][:40], (x, r["metric"]), xytext=(4, 4), textcoords="offset points",
                         fontsize=7, rotation=30, color="#1a6e1a", annotation_clip=True, clip_on=True)
-    lo, hi = model["yRange"]
     if lo is not None:
         ax.set_ylim(lo, hi)
     unit = f" ({model['metricUnit']})" if model["metricUnit"] else ""
@@ -638,8 +657,10 @@ def progress_png(model, plt):
 
 
 def y_range(runs, direction):
-    """A y range that shows every kept run and most others (the worst outliers squash the chart)."""
-    values = sorted(r["metric"] for r in runs if r["metric"] is not None)
+    """A y range that shows every kept run and most other measurements: the worst outliers and a
+    failed run's value (not a result) would squash the chart; the page marks those at the edge."""
+    values = sorted(r["metric"] for r in runs if r["metric"] is not None and r["status"] in ("keep", "discard")) \
+        or sorted(r["metric"] for r in runs if r["metric"] is not None)
     if not values:
         return None, None
     kept = [r["metric"] for r in runs if r["status"] == "keep" and r["metric"] is not None] or values
