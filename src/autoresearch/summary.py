@@ -320,10 +320,11 @@ def status_text(s):
     left = "unlimited" if s["iterations_left"] is None else f"{s['iterations_left']} of {s['max_iterations']}"
     lines.append(f"consecutive non-keeps: {s['consecutive_non_keeps']} (longest {s['longest_non_keeps']}); "
                  f"iterations left: {left}")
-    lines.extend(ledger.text(s["ledger"]))
-    if s["budget_spent"]:
+    if s.get("ledger"):
+        lines.extend(ledger.text(s["ledger"]))
+    if s.get("budget_spent"):
         lines.append(f"budget: {s['budget_spent']}; the loop ends here")
-    lines.extend(night_log.text(s["night"]))
+    lines.extend(night_log.text(s.get("night")))
     lines.append(f"session: {'active' if s['active'] else 'stopped'}"
                  + (f" (owner {s['owner_session']})" if s["owner_session"] else ""))
     if s["running"]:
