@@ -317,7 +317,7 @@ def outcome_lines(o, name, unit, direction):
             word = "better" if g > 0 else "worse" if g < 0 else "equal to"
             head += f" ({abs(g):.6g} {word} than the best {r.best_before:.6g})" if g else \
                 f" (equal to the best {r.best_before:.6g})"
-    if r.confidence is not None:
+    if r.confidence is not None and r.confidence > 0:
         head += f", confidence {r.confidence:.2f} sigma"
     lines = [head, f"  reason: {r.reason}"]
     if o.tail:

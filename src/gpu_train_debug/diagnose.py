@@ -35,7 +35,7 @@ _STATE_FRAMES = ("setup_optimizer", "init_weights", ".to(device", "to_empty(", "
 # A failure shows at the start (warnings, setup) or at the end (the traceback) of a log;
 # the middle is progress lines. Reading only these parts bounds the time for any log size.
 EXCERPT_HEAD = 64 * 1024
-EXCERPT_TAIL = 256 * 1024
+EXCERPT_TAIL = 128 * 1024
 
 
 def excerpt(log_text):

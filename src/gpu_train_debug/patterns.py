@@ -90,9 +90,11 @@ SIGNATURES = [
         r"Windows not yet supported for torch\.compile|Cannot find a working triton installation"
         r"|BackendCompilerFailed|InductorError|torch\._dynamo\.exc\.\w+|InvalidCxxCompiler"
         r"|CppCompileError|not yet supported for torch\.compile|LLVM ERROR|[/\\]\.triton[/\\]llvm[/\\]"
-        r"|triton\.compiler\.errors\.\w+|CompilationError: at \d+:\d+"),
+        r"|triton\.compiler\.errors\.\w+|CompilationError: at \d+:\d+|Failed to find C compiler"
+        r"|Python\.h: No such file or directory|Command '\['which', 'c\+\+'\]' returned non-zero"),
      ('torch.compile', 'triton installation', 'backendcompilerfailed', 'inductorerror', 'torch._dynamo.exc',
-      'invalidcxxcompiler', 'cppcompileerror', 'llvm error', '.triton', 'compilationerror')),
+      'invalidcxxcompiler', 'cppcompileerror', 'llvm error', '.triton', 'compilationerror', 'c compiler',
+      'python.h', "'which', 'c++'")),
     ("DISK_FULL", "DATA", re.compile(
         r"No space left on device|\[Errno 28\]|Not enough disk space|Disk quota exceeded|\bENOSPC\b", _I),
      ('no space left', 'errno 28', 'not enough disk space', 'disk quota', 'enospc')),
@@ -155,7 +157,8 @@ SIGNATURES = [
         r"Error\(s\) in loading state_dict|Missing key\(s\) in state_dict|Unexpected key\(s\) in state_dict"),
      ('in loading state_dict', 'in state_dict')),
     ("SHM_EXHAUSTED", "OOM", re.compile(
-        r"insufficient shared memory \(shm\)|Unexpected bus error encountered in worker|No space left on device[^\n]*/dev/shm", _I),
+        r"insufficient shared memory \(shm\)|Unexpected bus error encountered in worker|No space left on device[^\n]*/dev/shm"
+        r"|out of shared memory|killed by signal: Bus error", _I),
      ('shared memory', 'bus error', '/dev/shm')),
     # The kernel's OOM killer (or a cgroup limit) ended the process: SIGKILL, exit 137 (128+9).
     ("HOST_OOM_KILLED", "OOM", re.compile(
@@ -179,8 +182,9 @@ SIGNATURES = [
      ('mpi support is disabled', 'process group has not been initialized', 'distnetworkerror',
       'client socket has timed out', 'c10d', 'address already in use', 'server socket has failed')),
     ("FP16_LOSS_SCALE_OVERFLOW", "NAN_LOSS", re.compile(
-        r"Overflow detected\. Skipping step|Gradient overflow\.\s+Skipping step|Minimum loss scale reached"),
-     ('overflow detected', 'gradient overflow', 'minimum loss scale')),
+        r"Overflow detected\. Skipping step|Gradient overflow\.\s+Skipping step|Minimum loss scale reached"
+        r"|OVERFLOW! Rank \d+ Skipping step|Current loss scale already at minimum"),
+     ('overflow detected', 'gradient overflow', 'minimum loss scale', 'overflow! rank', 'already at minimum')),
     ("LOSS_DIVERGED", "NAN_LOSS", re.compile(
         r"\bloss\b['\"`]*\s*(?:is\s+|[:=]\s*|\d+\s+)?['\"]*[-+]?(?:nan|inf)\b|Loss is (?:NaN|inf)|non-finite loss|^FAIL\s*$"
         r"|the run diverged|val_bpb is (?:nan|inf)|nonfinite (?:grad|param)|returned nan values"
@@ -243,8 +247,9 @@ def scan(text, lower=None):
     found, warned = [], []
     for code, family, regex, anchors in SIGNATURES:
         best = None
+        require = REQUIRE.get(code)
         for anchor in anchors:
-            match = _last_on_anchor_lines(text, lower, regex, anchor)
+            match = _last_on_anchor_lines(text, lower, regex, anchor, require)
             if match and (best is None or match.start() > best.start()):
                 best = match
         if best is not None:
@@ -268,10 +273,23 @@ def lowered(text):
 
 
 # Lines checked per anchor word before giving up (bounds the worst case on odd logs).
-MAX_ANCHOR_LINES = 5000
+MAX_ANCHOR_LINES = 300
 
 
-def _last_on_anchor_lines(text, lower, regex, anchor):
+# Words one of which a line must hold before a signature's regex runs on it, for signatures
+# whose anchors are common words ('inf' is in every 'NCCL INFO' line): a cheap `in` test
+# keeps a 10,000-line log of such lines from costing a regex search each.
+REQUIRE = {
+    "LOSS_DIVERGED": ("loss", "fail", "non-finite", "nonfinite", "diverged", "val_bpb", "grad", "returned nan"),
+    "NCCL_ERROR": ("error", "built in", "aborted", "failed", "invalidusage", "systemerror", "internalerror",
+                   "unhandled"),
+    "HOST_OOM_KILLED": ("-9", "sigkill", "137", "signal", "memory", "oom", "killed"),
+    "SEGFAULT": ("segmentation", "-11", "sigsegv", "139"),
+    "LOSS_NEAR_ZERO": ("loss",),
+}
+
+
+def _last_on_anchor_lines(text, lower, regex, anchor, require=None):
     end = len(lower)
     for _ in range(MAX_ANCHOR_LINES):
         pos = lower.rfind(anchor, 0, end)
@@ -280,6 +298,9 @@ def _last_on_anchor_lines(text, lower, regex, anchor):
         start = lower.rfind("\n", 0, pos) + 1
         stop = lower.find("\n", pos)
         stop = len(lower) if stop < 0 else stop
+        if require and not any(word in lower[start:stop] for word in require):
+            end = start
+            continue
         match = regex.search(text, start, stop)
         if match:
             return match
