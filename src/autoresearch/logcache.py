@@ -32,6 +32,9 @@ CACHE = os.path.join(".autoresearch", "cache", "log-state.json")   # the tally, 
 VIEW = os.path.join(".autoresearch", "cache", "log-view.json")     # what view() returned, for an unchanged log
 KEY_NAME = "cache.key"
 LAST_LINE_MAX = 1 << 22     # the longest last line worth looking back for
+# The tally is saved again once this much log has been added since it was saved; in between,
+# the view (small) is saved and the next growth re-reads the few lines since the tally's save.
+SAVE_EVERY_BYTES = 1 << 20
 
 
 @dataclass
@@ -69,8 +72,10 @@ def view(repo, warn=None):
     state = _load(repo, key, identity) if key is not None and identity is not None else None
     cached = state is not None
     if state is not None:
+        saved = state.offset
         try:
-            fresh, uncovered = _extend(repo, state)
+            _, uncovered = _extend(repo, state)
+            fresh = state.offset - saved >= SAVE_EVERY_BYTES
         except _Rebuild:
             state, cached = None, False
     if state is None:
@@ -89,6 +94,14 @@ def view(repo, warn=None):
     if key is not None and identity is not None and not uncovered:
         _save_view(repo, key, identity, state, shown)
     return shown
+
+
+def refresh(repo):
+    """Bring the cache up to date with the log (after `run` appended to it); never fails the caller."""
+    try:
+        view(repo)
+    except Exception:  # noqa: BLE001 - a cache is an optimisation: the next reader reads the log
+        pass
 
 
 class _Rebuild(Exception):

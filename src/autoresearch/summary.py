@@ -255,7 +255,9 @@ class Tally:
             if t.first_keep.get(t.last_keep) != best.run:
                 raise ValueError("inconsistent tally")
             t.first_keep[t.last_keep] = best
-        t.groups = {str(k): [float(x) for x in v] for k, v in data["groups"].items()}
+        t.groups = data["groups"]   # {code: sorted numbers}; the file is signed, its shape checked here
+        if not isinstance(t.groups, dict) or not all(type(v) is list for v in t.groups.values()):
+            raise ValueError("inconsistent tally")
         t.current, t.longest = int(data["current"]), int(data["longest"])
         t.running_best = [None if v is None else float(v) for v in data["running_best"]]
         t.rb_incumbent, t.rb_fallback = data["rb"]
