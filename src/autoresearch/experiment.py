@@ -125,8 +125,9 @@ def _restore_signals(saved):
 
 
 def _echo_stream(args):
-    stream = sys.stderr if output.wants_json(args) else sys.stdout
-    return getattr(stream, "buffer", None)
+    if output.wants_json(args):   # --json: the one object and nothing else; the output is in output.log
+        return None
+    return getattr(sys.stdout, "buffer", None)
 
 
 @dataclass
@@ -318,7 +319,7 @@ def outcome_lines(o, name, unit, direction):
             word = "better" if g > 0 else "worse" if g < 0 else "equal to"
             head += f" ({abs(g):.6g} {word} than the best {r.best_before:.6g})" if g else \
                 f" (equal to the best {r.best_before:.6g})"
-    if r.confidence is not None:
+    if r.confidence is not None and r.confidence > 0:
         head += f", confidence {r.confidence:.2f} sigma"
     lines = [head, f"  reason: {r.reason}"]
     if o.tail:

@@ -128,10 +128,6 @@ def _is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_finite(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def invalid(record):
     """Why `record` is not a valid config header or run record (None when it is, or when it is
     neither: other lines are kept for the tools that wrote them). Every reader gets the same
@@ -149,10 +145,10 @@ def invalid(record):
         return f"run {run!r} is not a whole number >= 1"
     if record.get("status") not in STATUSES:
         return f"run {run}: status {record.get('status')!r} is not one of {', '.join(STATUSES)}"
-    if record.get("metric") is not None and not _is_finite(record["metric"]):
+    if record.get("metric") is not None and not is_finite(record["metric"]):
         return f"run {run}: metric {record['metric']!r} is not a finite number"
     found = record.get("metrics")
-    if found is not None and not (isinstance(found, dict) and all(_is_finite(v) for v in found.values())):
+    if found is not None and not (isinstance(found, dict) and all(is_finite(v) for v in found.values())):
         return f"run {run}: metrics is not an object of finite numbers"
     if "segment" in record and record["segment"] is not None and not _is_int(record["segment"]):
         return f"run {run}: segment {record['segment']!r} is not a whole number"
@@ -281,6 +277,10 @@ class Config(_Record):
     checks: str = None
     checks_timeout_s: float = None
     max_iterations: int = None
+    max_hours: float = None        # budgets that stop the loop (ledger.py): wall hours since init,
+    max_gpu_hours: float = None    # hours the runs held the GPU(s),
+    max_cost: float = None         # dollars of the agent's tokens
+    prices: object = _optional("dict?")   # the ledger's price table from `init --prices`, else None
     noise_runs: int = None
     rule: dict = field(default_factory=dict)
     policies: dict = field(default_factory=dict)

@@ -15,6 +15,7 @@ Standard library only at module level; matplotlib is imported for `--png` alone.
 
 import argparse
 import base64
+import dataclasses
 import hashlib
 import json
 import math
@@ -44,7 +45,8 @@ SAMPLE_MAX_CHARS = 6_000
 # energy_j is read for the energy figure and then dropped from the page.
 STEP_KEYS = ("step", "elapsed_s", "loss", "lr_mult", "grad_norm", "tok_per_s", "mfu", "mem_mb", "power_w",
              "energy_j")
-FAILED = ("crash", "timeout", "checks_failed")
+FAILED = ("crash", "timeout", "checks_failed", "tampered")
+RATE_MIN_HOURS, RATE_MIN_RUNS = 0.5, 4   # runs per hour is shown over at least this span and runs
 _NUMBER = (int, float)
 _PLAIN = {int, float, type(None)}
 DEFAULT_KWH_PRICE = 0.30
@@ -81,7 +83,7 @@ def add_common_arguments(p):
 
 
 def check_price(price):
-    if price < 0 or not math.isfinite(price):
+    if not arlog.is_finite(price) or price < 0:
         raise cli.UsageError(f"--kwh-price must be a non-negative number, not {price}")
 
 
@@ -103,6 +105,7 @@ def cmd_report(args):
     model = build_model(root, Path(args.log), kwh_price=args.kwh_price, warn=_warn)
     details = all_details(root, model, REPORT_POINTS)
     add_energy_totals(model, details.values())
+    add_ledger(model, root)
     page = render_html(model, details).encode("utf-8")
     if to_stdout:
         sys.stdout.buffer.write(page)
@@ -218,28 +221,23 @@ def _segment_info(index, config, s):
 
 
 def normalise_run(record, segment):
-    """A `log.Run` as the page shows it, with safe types (the log is untrusted)."""
-    return {
-        "run": record.run,
-        "segment": segment,
-        "status": _text(record.status) or "unknown",
-        "metric": _num(record.metric),
-        "metrics": _clean(record.metrics),
-        "commit": _text(record.commit)[:40],
-        "description": _text(record.description),
-        "timestamp": _num(record.timestamp),
-        "confidence": _num(record.confidence),
-        "asi": _clean(record.asi),
-        "duration_s": _num(record.duration_s),
-        "reason": _text(record.reason),
-        "best_before": _num(record.best_before),
-        "threshold": _num(record.threshold),
-        "diagnosis": _clean(record.diagnosis) if record.diagnosis else None,
-        "run_dir": _text(record.run_dir),
-        "ref": _text(record.ref),
-        "repeat_of": _num(record.repeat_of),
-        "value": _num(record.value),
-    }
+    """A `log.Run` as the page shows it: its known fields (listed by the Run dataclass alone)
+    with safe types, text for text fields, finite numbers or null, bounded objects."""
+    out = {}
+    for f in dataclasses.fields(arlog.Run):
+        if f.name in ("extra", "segment"):
+            continue
+        value = getattr(record, f.name)
+        if f.type is str:
+            out[f.name] = _text(value)
+        elif f.type in (int, float):
+            out[f.name] = _num(value)
+        else:
+            out[f.name] = _clean(value) if value is not None else None
+    out["segment"] = segment   # the segment the run sits in, whatever the record says
+    out["status"] = out["status"] or "unknown"
+    out["commit"] = out["commit"][:40]
+    return out
 
 
 def _annotate(run, before, best):
@@ -267,7 +265,9 @@ def overall_summary(runs, last, kwh_price):
         "counts": counts,
         "failed": sum(counts.get(s, 0) for s in FAILED),
         "spanHours": span_h,
-        "runsPerHour": (len(stamps) - 1) / span_h if span_h else None,
+        # a rate only over a span where it means something (not "94.7 per hour over 0.0 h")
+        "runsPerHour": (len(stamps) - 1) / span_h if span_h and span_h >= RATE_MIN_HOURS
+        and len(stamps) >= RATE_MIN_RUNS else None,
         "gpuHours": sum(durations) / 3600 if durations else None,
         "runsWithDuration": len(durations),
         "longestNoKeep": last.longest_non_keeps if last else 0,
@@ -338,6 +338,28 @@ def run_details(root, run, max_points, model=None, diffs=None, folder=None):
         "diagnosis": diagnosis if isinstance(diagnosis, dict) else None,
         "energy": used,
     }
+
+
+def add_ledger(model, root):
+    """The cost panel: the segment's ledger totals (the `ledger` of the status object, the one
+    summary), each run's cost and the cumulative cost curve, and the last night's log."""
+    from autoresearch import ledger, night_log, research, state  # noqa: PLC0415
+    status = model.get("status")
+    if not status or not status.get("ledger"):
+        return
+    repo = research.Repo(root)
+    _, config, runs, _ = research.load(repo, warn=lambda m: None)
+    try:
+        built = ledger.build(repo, config, runs, state.read_session(repo) or {})
+    except OSError:
+        return
+    total, curve = 0.0, []
+    for row in built.per_run:
+        total += row["cost_usd"]
+        curve.append({"run": row["run"], "cost": row["cost_usd"], "tokens": row["tokens"], "cumulative": total,
+                      "gpu_s": row["gpu_s"]})
+    model["summary"]["ledger"] = status["ledger"]
+    model["ledger"] = {"totals": status["ledger"], "perRun": curve, "night": _clean(night_log.summary(repo))}
 
 
 def add_energy_totals(model, details):
@@ -505,9 +527,7 @@ def _text(value):
 
 
 def _num(value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return value if math.isfinite(value) else None
+    return value if arlog.is_finite(value) else None
 
 
 def _nonfinite(value):
@@ -595,24 +615,40 @@ def _import_pyplot():
     return plt
 
 
+# The chart's statuses as the page draws them: (status, colour, marker size, label).
+PNG_STATUSES = (("discard", "#9a9a9a", 16, "discarded"), ("keep", "#2ca02c", 30, "kept"),
+                ("crash", "#d62728", 20, "crash"), ("timeout", "#9467bd", 20, "timeout"),
+                ("checks_failed", "#e377c2", 20, "checks failed"))
+
+
 def progress_png(model, plt):
     """karpathy's progress.png: discards grey, keeps green, the running best as a step line."""
     import io
     runs = model["runs"]
     fig, ax = plt.subplots(figsize=(12, 6), dpi=120)
     xs = list(range(1, len(runs) + 1))
-    for status, color, size, label in (("discard", "#bbbbbb", 12, "discarded"), ("keep", "#2ca02c", 30, "kept")):
-        pts = [(x, r["metric"]) for x, r in zip(xs, runs) if r["status"] == status and r["metric"] is not None]
-        if pts:
-            ax.scatter(*zip(*pts), s=size, color=color, label=label, zorder=3)
-    failed = [(x, r["metric"]) for x, r in zip(xs, runs) if r["status"] in FAILED]
-    measured = [(x, m) for x, m in failed if m is not None]
-    if measured:   # failed checks still have a metric
-        ax.scatter(*zip(*measured), s=14, color="#d62728", label="failed checks", zorder=3)
-    lost = [x for x, m in failed if m is None]
-    if lost:
-        ax.scatter(lost, [0.01] * len(lost), marker="x", color="#d62728", s=20, label="crashed (no metric)",
-                   transform=ax.get_xaxis_transform(), clip_on=False, zorder=3)
+    lo, hi = model["yRange"]
+    edge = ax.get_xaxis_transform()   # x in data, y in axes fractions: for the edge markers
+    for status, color, size, label in PNG_STATUSES + tuple(
+            (st, "#8c564b", 20, st) for st in sorted({r["status"] for r in runs} - {p[0] for p in PNG_STATUSES})):
+        mine = [(x, r["metric"]) for x, r in zip(xs, runs) if r["status"] == status]
+        if not mine:
+            continue
+        inside = [(x, m) for x, m in mine if m is not None and (lo is None or lo <= m <= hi)]
+        above = [(x, m) for x, m in mine if m is not None and lo is not None and m > hi]
+        below = [(x, m) for x, m in mine if m is not None and lo is not None and m < lo]
+        lost = [x for x, m in mine if m is None]
+        ax.scatter([x for x, _ in inside] or [], [m for _, m in inside] or [], s=size, color=color,
+                   edgecolors="#555555" if status == "discard" else color, linewidths=0.5, zorder=3,
+                   label=f"{label} ({len(mine)})")
+        for points, y, marker in ((above, 0.985, "^"), (below, 0.015, "v")):   # off the scale: on the edge, with the value
+            for x, m in points:
+                ax.scatter([x], [y], marker=marker, s=40, color=color, edgecolors="#333333", linewidths=0.5,
+                           transform=edge, clip_on=False, zorder=4)
+                ax.annotate(f"{m:.6g}", (x, y), xycoords=edge, xytext=(6, 0), textcoords="offset points",
+                            fontsize=7, va="center", color="#333333")
+        if lost:   # no value (crash, timeout): a cross along the bottom in the status's colour
+            ax.scatter(lost, [0.03] * len(lost), marker="x", color=color, s=24, transform=edge, clip_on=False, zorder=3)
     for seg in model["segments"]:
         seg_pts = [(x, r["running_best"]) for x, r in zip(xs, runs)
                    if r["segment"] == seg["index"] and r["running_best"] is not None]
@@ -625,7 +661,6 @@ def progress_png(model, plt):
         if r["status"] == "keep" and r["metric"] is not None:
             ax.annotate(r["description"][:40], (x, r["metric"]), xytext=(4, 4), textcoords="offset points",
                         fontsize=7, rotation=30, color="#1a6e1a", annotation_clip=True, clip_on=True)
-    lo, hi = model["yRange"]
     if lo is not None:
         ax.set_ylim(lo, hi)
     unit = f" ({model['metricUnit']})" if model["metricUnit"] else ""
@@ -645,8 +680,10 @@ def progress_png(model, plt):
 
 
 def y_range(runs, direction):
-    """A y range that shows every kept run and most others (the worst outliers squash the chart)."""
-    values = sorted(r["metric"] for r in runs if r["metric"] is not None)
+    """A y range that shows every kept run and most other measurements: the worst outliers and a
+    failed run's value (not a result) would squash the chart; the page marks those at the edge."""
+    values = sorted(r["metric"] for r in runs if r["metric"] is not None and r["status"] in ("keep", "discard")) \
+        or sorted(r["metric"] for r in runs if r["metric"] is not None)
     if not values:
         return None, None
     kept = [r["metric"] for r in runs if r["status"] == "keep" and r["metric"] is not None] or values

@@ -1,4 +1,4 @@
-"""`status`, `brief` and `export`: the state of the research, computed from the log alone.
+"""`status` and `brief`: the state of the research, computed from the log alone.
 
 `summarise()` is the one summary of a segment (baseline, best, change, counts, streaks, noise,
 confidence, iterations left, the running best at every run); `status_object()` is what
@@ -11,11 +11,9 @@ The meaning of each number is written in references/decision-rule.md.
 import argparse
 import bisect
 import os
-import sys
 from dataclasses import dataclass
 
-from autoresearch import cli, decide, log, output, recovery, research, state
-from autoresearch.files import write_atomic
+from autoresearch import cli, decide, ledger, log, night_log, output, recovery, research, state
 
 STATUSES = log.STATUSES
 LAST_RUNS = 5
@@ -38,15 +36,6 @@ def add_parsers(sub):
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_brief)
-    p = sub.add_parser("export", help="export the results (karpathy's results.tsv)",
-                       description="Write the segment's runs as results.tsv with karpathy/autoresearch's "
-                                   "five columns: commit, <metric>, memory_gb, status, description.",
-                       epilog="example:\n  autoresearch export --tsv results.tsv",
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--tsv", required=True, metavar="FILE", help="output file (- for stdout)")
-    p.add_argument("--segment", type=int, metavar="K", help="which segment (default: the current one)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(func=cmd_export)
 
 
 @dataclass
@@ -327,6 +316,8 @@ def status_from(repo, config, s, last_runs, total_runs):
     """The status object from a segment's summary (status_object, or the log cache's view)."""
     session = state.read_session(repo) or {}
     c = config or log.Config()
+    costs, budgets, spent = ledger.figures(repo, config, runs, session,
+                                           improvements=max(0, s.counts.get("keep", 0) - 1))
     return {
         "segment": s.segment,
         "name": c.name or None,
@@ -338,6 +329,7 @@ def status_from(repo, config, s, last_runs, total_runs):
         "counts": s.counts,
         # Discards that re-measured kept code (noise samples), included in counts["discard"].
         "remeasurements": len(s.remeasured),
+        "keep_rate": keep_rate(s.counts),
         "baseline": _point(s.baseline, s.baseline_value),
         "best": _point(s.best, s.best_value),
         "change": s.change.to_json() if s.change else None,
@@ -358,7 +350,18 @@ def status_from(repo, config, s, last_runs, total_runs):
         "fixed": sorted(c.fixed),
         "command": c.command,
         "policies": c.policies,
+        "ledger": costs.to_dict(),
+        "budgets": budgets.to_dict(),
+        "budget_spent": spent,
+        "night": night_log.summary(repo),
     }
+
+
+def keep_rate(counts):
+    """Kept runs over decided ones, as karpathy's notebook counts them: a timeout is a discard
+    (his program.md), a crash or a failed check is not decided. None before any decision."""
+    decided = counts.get("keep", 0) + counts.get("discard", 0) + counts.get("timeout", 0)
+    return counts.get("keep", 0) / decided if decided else None
 
 
 def compute(repo, warn=None):
@@ -443,7 +446,9 @@ def status_text(s):
     lines = [f"{s['name'] or 'autoresearch'} — segment {s['segment']}, {s['direction']} "
              f"{s['metric_name']} is better",
              f"runs: {s['runs']} this segment ({s['total_runs']} total): " +
-             ", ".join(f"{k} {v}" for k, v in c.items()) + _remeasured(s)]
+             ", ".join(f"{k} {v}" for k, v in c.items()) + _remeasured(s)
+             + (f"; keep rate {s['keep_rate']:.1%} (kept of kept, discarded and timed out)"
+                if s.get("keep_rate") is not None else "")]
     if s["baseline"]:
         b = s["baseline"]
         lines.append(f"baseline: run {b['run']} ({b['commit']}) {_fmt(b['metric'], unit)}")
@@ -464,6 +469,11 @@ def status_text(s):
     left = "unlimited" if s["iterations_left"] is None else f"{s['iterations_left']} of {s['max_iterations']}"
     lines.append(f"consecutive non-keeps: {s['consecutive_non_keeps']} (longest {s['longest_non_keeps']}); "
                  f"iterations left: {left}")
+    if s.get("ledger"):
+        lines.extend(ledger.text(s["ledger"]))
+    if s.get("budget_spent"):
+        lines.append(f"budget: {s['budget_spent']}; the loop ends here")
+    lines.extend(night_log.text(s.get("night")))
     lines.append(f"session: {'active' if s['active'] else 'stopped'}"
                  + (f" (owner {s['owner_session']})" if s["owner_session"] else ""))
     if s["running"]:
@@ -505,6 +515,8 @@ def brief_text(s):
     left = "unlimited" if s["iterations_left"] is None else str(s["iterations_left"])
     lines.append(f"Consecutive non-keeps: {s['consecutive_non_keeps']}. Iterations left: {left}."
                  + ("" if s["active"] else " Session STOPPED (`autoresearch resume` to continue)."))
+    if s.get("budget_spent"):
+        lines.append(f"Budget: {s['budget_spent']}; the loop is over.")
     lines.append(f"Rules: edit only {scope}; never edit {fixed}. The engine commits, decides keep/discard "
                  "and resets git; don't commit or reset yourself.")
     lines.append(f"Next: edit {scope}, then run: {next_command()}")
@@ -525,49 +537,3 @@ def cmd_brief(args):
     else:
         print(text)
     return cli.EXIT_OK
-
-
-# --- export ---
-
-def cmd_export(args):
-    repo = research.find()
-    night = log.load(repo.log, warn=output.warn)
-    segs = night.segments
-    if not segs:
-        raise cli.Refused(f"{log.LOG_NAME} has no runs to export")
-    index = len(segs) - 1 if args.segment is None else args.segment
-    if not 0 <= index < len(segs):
-        raise cli.UsageError(f"--segment {args.segment}: the log has segments 0..{len(segs) - 1}")
-    seg = segs[index]
-    text = tsv(seg.config, seg.runs)
-    if args.tsv == "-":
-        if output.wants_json(args):  # stdout is the one JSON object: the TSV goes inside it
-            output.emit(args, None, {"ok": True, "path": None, "tsv": text, "rows": len(seg.runs), "segment": index})
-        else:
-            sys.stdout.write(text)
-        return cli.EXIT_OK
-    path = os.path.abspath(args.tsv)
-    write_atomic(path, text)
-    output.emit(args, f"wrote {len(seg.runs)} runs to {args.tsv}",
-                {"ok": True, "path": path, "rows": len(seg.runs), "segment": index})
-    return cli.EXIT_OK
-
-
-def tsv(config, runs):
-    """karpathy's results.tsv: commit, <metric>, memory_gb, status (keep|discard|crash), description."""
-    metric = config.metric_name if config else "val_bpb"
-    remeasured = summarise(config, runs).remeasured
-    rows = [f"commit\t{metric}\tmemory_gb\tstatus\tdescription"]
-    for r in runs:
-        tsv_status = {"keep": "keep", "discard": "discard", "checks_failed": "discard"}.get(r.status, "crash")
-        crashed = tsv_status == "crash"
-        memory = r.metrics.get("peak_vram_mb")
-        rows.append("\t".join([
-            str(r.commit or "0000000")[:7],
-            f"{0.0 if crashed or r.metric is None else r.metric:.6f}",
-            f"{0.0 if crashed or memory is None else memory / 1024:.1f}",
-            tsv_status,
-            " ".join(r.description.split()) + (
-                f" (re-measurement of run {r.repeat_of})" if r.run in remeasured else ""),
-        ]))
-    return "\n".join(rows) + "\n"

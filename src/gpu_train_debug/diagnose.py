@@ -35,7 +35,7 @@ _STATE_FRAMES = ("setup_optimizer", "init_weights", ".to(device", "to_empty(", "
 # A failure shows at the start (warnings, setup) or at the end (the traceback) of a log;
 # the middle is progress lines. Reading only these parts bounds the time for any log size.
 EXCERPT_HEAD = 64 * 1024
-EXCERPT_TAIL = 256 * 1024
+EXCERPT_TAIL = 128 * 1024
 
 
 def excerpt(log_text):
@@ -187,6 +187,14 @@ class _Diagnosis:
             return self._batch_not_divisible()
         handler = {
             "GPU_TOO_OLD": self._gpu_too_old,
+            "BACKEND_OP_MISSING": self._backend_op,
+            "BINARY_MISMATCH": self._binary_mismatch,
+            "HUB_ACCESS_DENIED": self._hub_access,
+            "TOKENIZER_INCOMPATIBLE": self._tokenizer_incompatible,
+            "DEVICE_MISMATCH": self._device_mismatch,
+            "DEVICE_ASSERT": self._device_assert,
+            "CHECKPOINT_MISMATCH": self._checkpoint_mismatch,
+            "SHM_EXHAUSTED": self._shm,
             "TORCH_TOO_OLD": self._torch_too_old,
             "COMMAND_NOT_EXECUTABLE": self._not_executable,
             "DISK_FULL": self._disk_full,
@@ -245,6 +253,8 @@ class _Diagnosis:
         else:
             code, where = "OOM_TRAIN_ACTIVATIONS", "in a training forward/backward pass"
         fix, how = self._oom_fix(code, oom)
+        if "ALLOC_FAILED" in match.group(0) or "MemoryAllocation" in match.group(0):
+            where += " (a cuBLAS/cuDNN workspace could not be allocated: GPU memory was full, often held by another process)"
         device = ("The MPS device" if "MPS backend" in match.group(0) else "Metal" if "Metal" in context
                   or "kIOGPU" in match.group(0) or "metal::" in match.group(0) else "CUDA")
         text = (f"{device} ran out of memory {where}. " + how)
@@ -361,6 +371,12 @@ class _Diagnosis:
         if not torch_lacks_arch and any(word in context for word in ("flash", "fa3", "kernels", "flex_attention")):
             return "GPU_UNSUPPORTED", ["TORCH_ARCH_UNSUPPORTED"], self._set("ATTENTION_BACKEND", "sdpa"), (
                 "An attention kernel has no build for this GPU's architecture; use PyTorch SDPA.")
+        if "hip" in match.group(0).lower() or "isa" in match.group(0).lower():
+            return "GPU_UNSUPPORTED", ["TORCH_ARCH_UNSUPPORTED"], {}, (
+                "This ROCm build has no kernels for the GPU's architecture (HIP: invalid device function). "
+                "Install a ROCm torch built for this gfx target, or set HSA_OVERRIDE_GFX_VERSION to the "
+                "nearest supported one (10.3.0 for RDNA2, 11.0.0 for RDNA3); with an integrated and a "
+                "discrete GPU, pick the discrete one with HIP_VISIBLE_DEVICES.")
         return "GPU_UNSUPPORTED", ["TORCH_ARCH_UNSUPPORTED"], {}, (
             "This PyTorch build has no kernels for the GPU's architecture (for Blackwell, sm_100/"
             "sm_120, install a CUDA 12.8+ wheel). No train.py constant fixes it.")
@@ -483,6 +499,56 @@ class _Diagnosis:
             "The process died on SIGSEGV (a segmentation fault in native code: a CUDA/C++ extension, a "
             "DataLoader worker or a library built for another version). There is no Python traceback; "
             "rerun with PYTHONFAULTHANDLER=1 (and CUDA_LAUNCH_BLOCKING=1) to see where.")
+
+    def _backend_op(self, match):
+        device = next((g for g in match.groups() if g), "")
+        if device.upper() == "MPS":
+            return "GPU_UNSUPPORTED", ["BACKEND_OP_MISSING"], {}, (
+                "The MPS backend has no kernel for an operator the run uses (" + match.group(0)[:90] + "). Set "
+                "PYTORCH_ENABLE_MPS_FALLBACK=1 so that operator runs on the CPU (slower), or use a newer torch.")
+        return "GPU_UNSUPPORTED", ["BACKEND_OP_MISSING"], self._set("ATTENTION_BACKEND", "sdpa") if "No operator found" in match.group(0) else {}, (
+            "The accelerator's backend has no kernel for an operator the run uses (" + match.group(0)[:90] + "): "
+            "use an implementation built for this device (PyTorch SDPA for attention) or a build that has it.")
+
+    def _binary_mismatch(self, match):
+        return "MISSING_DEPENDENCY", ["BINARY_MISMATCH"], {}, (
+            "A compiled extension does not match what is installed (" + match.group(0)[:100] + "): it was "
+            "built for another torch/CUDA, or the CUDA toolkit it needs is absent. Reinstall that package "
+            "built for the installed torch (e.g. `pip install --force-reinstall --no-build-isolation <pkg>`), "
+            "or install the matching CUDA toolkit / set CUDA_HOME.")
+
+    def _hub_access(self, match):
+        return "DATA", ["HUB_ACCESS_DENIED"], {}, (
+            "Hugging Face refused the download (" + match.group(0)[:80] + "): the repo is gated, private or "
+            "misspelled. Log in (`huggingface-cli login` or HF_TOKEN), accept the model's terms on its page, "
+            "and check the repo id.")
+
+    def _tokenizer_incompatible(self, match):
+        return "TOKENIZER", ["TOKENIZER_INCOMPATIBLE"], {}, (
+            "The tokenizer file was written by a newer `tokenizers`/`transformers` than the one installed ("
+            + match.group(0)[:90] + "): upgrade them (`pip install -U tokenizers transformers`).")
+
+    def _device_mismatch(self, match):
+        return "CONFIG_INVALID", ["DEVICE_MISMATCH"], {}, (
+            "Two tensors of one operation live on different devices or dtypes (" + match.group(0)[:90] + "): "
+            "a tensor created in the code was not moved with `.to(device)` (or cast). Move it where the model "
+            "is, or revert the edit.")
+
+    def _device_assert(self, match):
+        return "CONFIG_INVALID", ["DEVICE_ASSERT"], {}, (
+            "A CUDA kernel's bounds check failed (device-side assert): an index is out of range, most often a "
+            "token id >= the vocabulary size or a label outside the classes. Check VOCAB_SIZE against the "
+            "tokenizer; rerun with CUDA_LAUNCH_BLOCKING=1 to see the operation.")
+
+    def _checkpoint_mismatch(self, match):
+        return "CONFIG_INVALID", ["CHECKPOINT_MISMATCH"], {}, (
+            "The checkpoint does not fit the model (" + match.group(0)[:80] + "): the architecture constants "
+            "differ from the ones it was saved with. Use the same config, or start without the checkpoint.")
+
+    def _shm(self, match):
+        return "OOM", ["SHM_EXHAUSTED"], {}, (
+            "DataLoader workers ran out of shared memory (/dev/shm), common in containers: raise it "
+            "(`docker run --shm-size=8g`) or use fewer DataLoader workers (num_workers=0).")
 
     def _gpu_too_old(self, match):
         return "GPU_UNSUPPORTED", ["GPU_TOO_OLD"], {}, (
@@ -639,6 +705,12 @@ class _Diagnosis:
             return "DISTRIBUTED", [code], {}, (
                 "This torch build has no NCCL (macOS, Windows or a CPU wheel): launch one process "
                 "without torch.distributed, or use the gloo backend.")
+        if code == "DIST_INIT_FAILED" and ("Address already in use" in text or "98" in text or "EADDRINUSE" in text
+                                           or "server socket" in text):
+            return "DISTRIBUTED", [code], {}, (
+                "The rendezvous port is taken (address already in use): another run, or a stale process of an "
+                "earlier one, holds it. Give this run another port (`torchrun --master_port=29501`, or "
+                "`--rdzv_endpoint=localhost:0` to pick a free one) or end the old process.")
         if code == "DIST_INIT_FAILED":
             return "DISTRIBUTED", [code], {}, (
                 "The distributed set-up failed before training (" + text[:80] + "): the launcher, the "

@@ -11,6 +11,7 @@ above exception was the direct cause" introduce its consequences), with the deep
 of the traceback above it (file, line, function) when one was printed.
 """
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -19,6 +20,8 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]")
 # `> `, `>> `, `│ ` (rich boxes) and surrounding blanks at a line start; `**` bold markers.
 QUOTE = re.compile(r"^[ \t]*(?:(?:>|│|┃|\|)[ \t]?)+", _M)
 BOLD = re.compile(r"\*\*(?=\S)|(?<=\S)\*\*")
+# Markdown emphasis or code marks opening a line: `_**RuntimeError: ...**_`, `` `ValueError: ...` ``.
+LEADING_MARKS = re.compile(r"^([ \t]*)[_*`]+(?=[A-Za-z\[])", _M)
 BOX_END = re.compile(r"[ \t]*[│┃][ \t]*$", _M)
 # `RuntimeError:` alone on a line, its message on the next: join them.
 WRAPPED = re.compile(r"^([ \t]*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)):[ \t]*\n[ \t]*(?=\S)", _M)
@@ -36,6 +39,8 @@ def normalise(text):
             text = BOX_END.sub("", text)
     if "**" in text:
         text = BOLD.sub("", text)
+    if "`" in text or "_" in text or "*" in text:
+        text = LEADING_MARKS.sub(r"\1", text)
     if "Error:\n" in text or "Exception:\n" in text or "Error: \n" in text:
         text = WRAPPED.sub(r"\1: ", text)
     return text
@@ -74,16 +79,41 @@ class Raised:
         return f"{self.type}: {self.message}".rstrip(": ") if self.message else self.type
 
 
+_KINDS = ("Error", "Exception", "Exit", "Interrupt")
+
+
+def _candidate_lines(text):
+    """Starts of the lines that name an exception kind (str.find runs at C speed)."""
+    starts = set()
+    for word in _KINDS:
+        pos = text.find(word)
+        while pos >= 0:
+            starts.add(text.rfind("\n", 0, pos) + 1)
+            newline = text.find("\n", pos)
+            if newline < 0:
+                break
+            pos = text.find(word, newline + 1)
+    return sorted(starts)
+
+
 def exceptions(text):
     """Every exception line in order, as (Raised, start offset); warnings left out."""
+    return [(Raised(r.type, r.message), start) for r, start in _exceptions(text)]
+
+
+@functools.lru_cache(maxsize=8)
+def _exceptions(text):
     found = []
-    for match in EXCEPTION.finditer(text):
+    for line_start in _candidate_lines(text):
+        match = EXCEPTION.match(text, line_start)
+        if not match:
+            continue
         kind = match.group(1)
         if kind.endswith("Warning"):
             continue
         message = (match.group(2) or "").strip()  # empty for a Jupyter `RuntimeError   Traceback` header
         found.append((Raised(kind, message[:400]), match.start()))
-    return found
+    return tuple(found)
 
 
 def last_exception(text):

@@ -106,3 +106,19 @@ def test_a_results_tsv_crash_row_whose_description_names_the_cause():
     b, total, seq = result["fix"]["DEVICE_BATCH_SIZE"], TEMPLATE["TOTAL_BATCH_SIZE"], TEMPLATE.get("MAX_SEQ_LEN", 2048)
     assert b < TEMPLATE["DEVICE_BATCH_SIZE"] and total % (b * seq) == 0
     assert diagnose(rows.replace("(OOM)", "lr 10x, loss went nan"), {}, {"status": "crash"})["family"] == "NAN_LOSS"
+
+
+def test_library_messages_outside_the_corpus():
+    # Texts the libraries print (DeepSpeed's fp16 loss scaler, Triton's build step, torch's
+    # C++ extension loader), each with the family and the template fix they call for.
+    cases = [
+        ("[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768",
+         "NAN_LOSS", {"DTYPE": "bfloat16"}),
+        ("RuntimeError: Failed to find C compiler. Please specify via CC environment variable.",
+         "COMPILE_FAILURE", {"COMPILE": False}),
+        ("subprocess.CalledProcessError: Command '['which', 'c++']' returned non-zero exit status 1.",
+         "COMPILE_FAILURE", {"COMPILE": False}),
+    ]
+    for text, family, fix in cases:
+        result = diagnose(text, dict(TEMPLATE, DTYPE="float16"), {"status": "crash"})
+        assert (result["family"], result["fix"]) == (family, fix), text
