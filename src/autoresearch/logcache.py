@@ -44,6 +44,7 @@ class View:
     last_runs: list           # its last runs (log.Run)
     total_runs: int           # runs in the whole log
     segment: int
+    timeline: list = field(default_factory=list)   # summary.Moment of each run of the segment
     warnings: list = field(default_factory=list)
     cached: bool = False      # True when the cache was used (for the benchmark and the tests)
 
@@ -90,7 +91,7 @@ def view(repo, warn=None):
     tally = state.tally or summary.Tally(None, 0, history=False)
     shown = View(config=tally.config, summary=tally.summary(), last_runs=list(tally.last),
                  total_runs=state.total_runs, segment=tally.segment, warnings=list(state.warnings),
-                 cached=cached)
+                 cached=cached, timeline=summary.moments(tally.timeline))
     if key is not None and identity is not None and not uncovered:
         _save_view(repo, key, identity, state, shown)
     return shown
@@ -346,7 +347,8 @@ def _save_view(repo, key, identity, state, shown):
     data = {"identity": ident, "tip": tip, "offset": state.offset, "last_hash": state.last_hash,
             "config": shown.config.to_json() if shown.config else None, "summary": _summary_json(shown.summary),
             "last_runs": [r.to_json() for r in shown.last_runs], "total_runs": shown.total_runs,
-            "segment": shown.segment, "warnings": shown.warnings}
+            "segment": shown.segment, "warnings": shown.warnings,
+            "timeline": [[m.run, m.timestamp, m.duration_s] for m in shown.timeline]}
     _write(os.path.join(repo.root, VIEW), key, data)
 
 
@@ -368,7 +370,8 @@ def _load_view(repo, key, identity):
                     summary=s,
                     last_runs=[log.Run.from_json(r) for r in data["last_runs"]],
                     total_runs=int(data["total_runs"]), segment=int(data["segment"]),
-                    warnings=[str(w) for w in data["warnings"]], cached=True)
+                    warnings=[str(w) for w in data["warnings"]], cached=True,
+                    timeline=summary.moments(data["timeline"]))
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
 

@@ -21,7 +21,7 @@ def config(**kw):
 
 def run(n, status, metric, **kw):
     return {"run": n, "status": status, "metric": metric, "commit": f"{n:07x}", "description": f"idea {n}",
-            "scope_hash": kw.pop("code", f"code{n}"), **kw}
+            "scope_hash": kw.pop("code", f"code{n}"), "timestamp": 1.7e12 + n * 1000, "duration_s": 300.0 + n, **kw}
 
 
 @pytest.fixture
@@ -41,7 +41,7 @@ def shown(repo):
     """(status object via the cache, warnings, whether the cache was used)."""
     warnings = []
     v = logcache.view(repo, warn=warnings.append)
-    return summary.status_from(repo, v.config, v.summary, v.last_runs, v.total_runs), warnings, v.cached
+    return summary.status_from(repo, v.config, v.summary, v.last_runs, v.total_runs, v.timeline), warnings, v.cached
 
 
 def truth(repo):
