@@ -30,14 +30,14 @@ def append(path, record, warn=None):
     would leave the run unrecorded and the engine retrying it forever.
 
     The record is linked into the log's hash chain first (chain.py): it gets `prev`, and a
-    typed record keeps it in `extra`, so the caller holds the record as it was written.
+    typed record gets it too, so the caller holds the record as it was written.
     """
     typed_record = record if isinstance(record, (Run, Config)) else None
     if typed_record is not None:
         record = record.to_json()
     record, folder = chain.link(path, record, warn)
-    if typed_record is not None:
-        typed_record.extra[chain.FIELD] = record[chain.FIELD]
+    if typed_record is not None and folder:
+        typed_record.prev = record[chain.FIELD]
     try:
         data = _encode(record)
     except (ValueError, TypeError, RecursionError) as exc:
@@ -103,6 +103,13 @@ def read(path, warn=None):
             raw = f.read()
     except FileNotFoundError:
         return []
+    return verified(raw, path, warn)
+
+
+def verified(raw, path, warn):
+    """The records of `raw` (the whole log at `path`) that count: valid, and on the log's hash
+    chain (chain.py); lines off it are reported with their line number. A log that lost the
+    engine's last record is read from the engine's copy."""
     entries = _entries(raw, os.path.basename(path), warn)
     folder = chain.state_dir(path)
     verdict = chain.verify(entries, chain.Tip.read(folder) if folder else None)
@@ -127,10 +134,17 @@ def _on_chain(entries, verdict):
     return [record for number, _, record in entries if number in verdict.accepted]
 
 
-def _entries(raw, name, warn):
+def parse(raw, name, warn, first_line=1):
+    """The valid records of `raw` (whole lines of the log, numbered from `first_line` for the
+    warnings); what read() does before the chain check, also used by the log cache on a log's
+    new tail."""
+    return [record for _, _, record in _entries(raw, name, warn, first_line)]
+
+
+def _entries(raw, name, warn, first_line=1):
     """[(line number, raw line, record)] of the valid records in `raw`; a warning per bad line."""
     entries = []
-    for number, line in enumerate(raw.split(b"\n"), start=1):
+    for number, line in enumerate(raw.split(b"\n"), start=first_line):
         if not line.strip():
             continue
         where = f"{name}:{number}"
@@ -162,10 +176,6 @@ def _is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_finite(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def invalid(record):
     """Why `record` is not a valid config header or run record (None when it is, or when it is
     neither: other lines are kept for the tools that wrote them). Every reader gets the same
@@ -183,10 +193,10 @@ def invalid(record):
         return f"run {run!r} is not a whole number >= 1"
     if record.get("status") not in STATUSES:
         return f"run {run}: status {record.get('status')!r} is not one of {', '.join(STATUSES)}"
-    if record.get("metric") is not None and not _is_finite(record["metric"]):
+    if record.get("metric") is not None and not is_finite(record["metric"]):
         return f"run {run}: metric {record['metric']!r} is not a finite number"
     found = record.get("metrics")
-    if found is not None and not (isinstance(found, dict) and all(_is_finite(v) for v in found.values())):
+    if found is not None and not (isinstance(found, dict) and all(is_finite(v) for v in found.values())):
         return f"run {run}: metrics is not an object of finite numbers"
     if "segment" in record and record["segment"] is not None and not _is_int(record["segment"]):
         return f"run {run}: segment {record['segment']!r} is not a whole number"
@@ -317,6 +327,10 @@ class Config(_Record):
     checks_timeout_s: float = None
     output_cap_mb: float = None   # output.log keeps its head and tail up to this (None: the default)
     max_iterations: int = None
+    max_hours: float = None        # budgets that stop the loop (ledger.py): wall hours since init,
+    max_gpu_hours: float = None    # hours the runs held the GPU(s),
+    max_cost: float = None         # dollars of the agent's tokens
+    prices: object = _optional("dict?")   # the ledger's price table from `init --prices`, else None
     noise_runs: int = None
     rule: dict = field(default_factory=dict)
     policies: dict = field(default_factory=dict)
@@ -325,6 +339,7 @@ class Config(_Record):
     template: str = None
     start_commit: str = None
     engine: str = None
+    prev: str = None         # the log's hash chain: the hash of the line before (chain.py)
     extra: dict = field(default_factory=dict)
 
     @classmethod
@@ -366,6 +381,7 @@ class Run(_Record):
     sandbox: str = None      # what confined the benchmark: "landlock-N" or "none"
     output_cut_bytes: int = None   # bytes of output left out of output.log (its cap)
     tampered: object = _optional("list?")   # status tampered: what the run changed (the engine restored it)
+    prev: str = None         # the log's hash chain: the hash of the line before (chain.py)
     extra: dict = field(default_factory=dict)
 
     @classmethod
