@@ -3,7 +3,7 @@
 Every line the engine appends to `autoresearch.jsonl` carries `"prev"`: the hash of the line
 the engine wrote before it (`GENESIS` for the first line of a log). The hash of the last line
 it wrote, the chain's **tip**, is kept in the git directory (`.git/autoresearch/tip.json`),
-with a copy of the whole log beside it (`.git/autoresearch/autoresearch.jsonl`, appended with
+with a copy of the whole log beside it (`.git/autoresearch/log.jsonl`, appended with
 every record). Readers follow the chain back from the tip: a line off it (appended, inserted
 or edited by anything but the engine) is reported with its line number and ignored, never
 taken as a run or a header. A log that no longer holds the tip (cut, truncated, replaced) is
@@ -31,6 +31,7 @@ FIELD = "prev"
 GENESIS = "0" * 32
 STATE = "autoresearch"
 TIP = "tip.json"
+COPY = "log.jsonl"        # the engine's copy of the log (not named like a log: tools look for that name)
 FOREIGN = os.path.join(".autoresearch", "foreign")
 
 
@@ -159,7 +160,7 @@ def link(log_path, record, warn=None):
         return record, None
     tip = Tip.read(folder)
     size = _size(log_path)
-    copy = os.path.join(folder, "autoresearch.jsonl")
+    copy = os.path.join(folder, COPY)
     if size is None:
         # A new log (init, or the old one moved aside): a new chain; the old copy is kept aside.
         if os.path.exists(copy):
@@ -190,7 +191,7 @@ def begin(folder, line, before, size_after):
 
 def copy_append(folder, data):
     """Step 3 of an append: the same bytes into the engine's copy (a failure is repaired later)."""
-    path = os.path.join(folder, "autoresearch.jsonl")
+    path = os.path.join(folder, COPY)
     try:
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     except OSError:
@@ -237,7 +238,7 @@ def repair(log_path, warn=None):
     if folder is None:
         return False
     tip = Tip.read(folder)
-    copy = os.path.join(folder, "autoresearch.jsonl")
+    copy = os.path.join(folder, COPY)
     if tip is None or not os.path.exists(copy):
         return False
     try:
@@ -273,7 +274,7 @@ def read_copy(log_path):
     if folder is None:
         return None
     try:
-        with open(os.path.join(folder, "autoresearch.jsonl"), "rb") as f:
+        with open(os.path.join(folder, COPY), "rb") as f:
             return f.read()
     except OSError:
         return None

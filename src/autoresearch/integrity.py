@@ -84,7 +84,7 @@ def record(repo, config, snapshot_dir=None):
     files = [FileState.of(repo.log, "the log")]
     folder = chain.state_dir(repo.log)
     if folder:
-        files += [FileState.of(os.path.join(folder, "autoresearch.jsonl"), "the engine's copy of the log"),
+        files += [FileState.of(os.path.join(folder, chain.COPY), "the engine's copy of the log"),
                   FileState.of(os.path.join(folder, chain.TIP), "the log's chain tip")]
     files.append(FileState.of(repo.session, "the session file"))
     for name in config.fixed or {}:
