@@ -96,6 +96,12 @@ def measurements(runs, key):
     return [r["metric"] for r in runs if is_measurement(r) and code_key(r) == key]
 
 
+def iterations_used(runs):
+    """Runs that count against the iteration budget: every run but a wave's controls and its
+    winner's confirmation re-run (the pool's own measurements of code already counted)."""
+    return sum(1 for r in runs if r.get("role") not in ("control", "confirm"))
+
+
 def incumbent(runs):
     """The record that introduced the code HEAD holds: earliest keep of the last kept code."""
     kept = [r for r in runs if r.get("status") == "keep"]

@@ -74,6 +74,10 @@ def cmd_run(args):
     if args.repeat and not args.baseline:
         raise cli.UsageError("--repeat needs --baseline (it measures the same code K times)")
     repo = research.find()
+    if os.path.exists(os.path.join(repo.state, "pool", "pool.json")):
+        from autoresearch import pool   # a pool is up: the run is a wave of one, run by the pool
+        if pool.is_up(repo):
+            return pool.run_through_pool(args, repo)
     lock = state.Lock(repo.lock)
     if not lock.acquire(wait_s=2.0):
         current = state.read_current(repo) or {}
@@ -146,8 +150,8 @@ def _plan(repo, config, runs, args):
         why = "is stopped" if session else f"file {repo.rel(repo.session)} is missing or unreadable"
         raise cli.Refused(f"the session {why}; run `autoresearch resume` to continue")
     budget = config.get("max_iterations")
-    if budget and len(runs) >= budget:
-        raise cli.Refused(f"the iteration budget is spent ({len(runs)} of {budget} runs in this segment); "
+    if budget and decide.iterations_used(runs) >= budget:
+        raise cli.Refused(f"the iteration budget is spent ({decide.iterations_used(runs)} of {budget} runs in this segment); "
                           "`autoresearch init` starts a new segment with a new budget")
     root = repo.root
     head = gitops.head(root)
@@ -196,7 +200,7 @@ def _plan(repo, config, runs, args):
                                   "to measure it again")
             repeat_of = earlier["run"]
     if budget:
-        count = min(count, budget - len(runs))
+        count = min(count, budget - decide.iterations_used(runs))
     return Plan(base, best_full, commit_scope, repeat_of, count, scope_hash, scope_lines)
 
 
@@ -272,7 +276,7 @@ class Session:
         budget = self.config.get("max_iterations")
         if not budget:
             return 1 << 30
-        return budget - len(self.runs)
+        return budget - decide.iterations_used(self.runs)
 
     def _measure(self, plan, commit, repeat_of, pending=None):
         """Run the benchmark once; return (record, decision or None, commit)."""

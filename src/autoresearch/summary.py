@@ -77,7 +77,7 @@ def compute(repo, warn=None):
         "last_runs": [_compact(r) for r in runs[-LAST_RUNS:]],
         "consecutive_non_keeps": _non_keeps(runs),
         "max_iterations": budget,
-        "iterations_left": max(0, budget - len(runs)) if budget else None,
+        "iterations_left": max(0, budget - decide.iterations_used(runs)) if budget else None,
         "active": state.is_active(session),
         "owner_session": session.get("owner_session", config.get("owner_session")),
         "running": _running(repo),
