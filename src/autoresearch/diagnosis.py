@@ -118,11 +118,41 @@ def build_profile(run_dir, status=None, reason=None, metrics=None, best_metric=N
     return profile
 
 
-def for_run(repo, run_dir, status, metrics=None, best_metric=None, direction=None, reason=None):
-    """Diagnose one finished run of the engine; never raises on missing or odd files."""
+def benchmark_command(repo, limit=256 * 2 ** 10):
+    """The benchmark command of the session's latest config record in autoresearch.jsonl, or None.
+
+    Config records open each segment, so the head of the log holds them; a torn or odd line is
+    skipped. Only used to word the explanation of a non-template benchmark.
+    """
+    command = None
+    try:
+        with open(os.path.join(repo, "autoresearch.jsonl"), "rb") as handle:
+            head = handle.read(limit)
+    except OSError:
+        return None
+    for line in head.decode("utf-8", errors="replace").splitlines():
+        if '"config"' not in line:
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("type") == "config" and isinstance(record.get("command"), str):
+            command = record["command"]
+    return command
+
+
+def for_run(repo, run_dir, status, metrics=None, best_metric=None, direction=None, reason=None, command=None):
+    """Diagnose one finished run of the engine; never raises on missing or odd files.
+
+    `command` is the benchmark command (read from `repo`'s autoresearch.jsonl when not given);
+    it only words the explanation of a benchmark that is not the ML template."""
     log_text = read_log(os.path.join(run_dir, "output.log"))
     config = read_config(repo)
     profile = build_profile(run_dir, status, reason, metrics, best_metric, direction)
+    command = command if isinstance(command, str) and command else benchmark_command(repo)
+    if command:
+        profile["command"] = command
     try:
         result = _diagnose(log_text, config, profile)
     except Exception as exc:  # a diagnoser bug must never cost the engine its record

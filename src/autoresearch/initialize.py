@@ -10,7 +10,7 @@ import argparse
 import os
 import shutil
 
-from autoresearch import cli, decide, gitops, log, metrics, output, research, state
+from autoresearch import cli, decide, gitops, log, metrics, output, recovery, research, state
 from autoresearch.research import now_ms
 
 ML_DEFAULTS = {
@@ -120,17 +120,16 @@ def _init_in(repo, args):
     try:
         records, config, runs, segment = research.load(repo, warn=output.warn)
         if config is not None or runs:
-            state.recover(repo, records, config, runs, segment, output.warn)
+            recovery.recover(repo, records, runs, segment, output.warn)
         copied = _copy_template(repo) if args.template == "ml" else []
         _check_paths(repo, settings)
         research.ensure_ignored(repo)
         committed = _commit_start(repo, settings, copied)
-        records = log.read(repo.log, warn=output.warn)
-        segment = sum(1 for r in records if log.is_config(r))
+        segment = sum(1 for r in log.load(repo.log, warn=output.warn).records if isinstance(r, log.Config))
         header = _header(repo, args, settings, segment)
         log.append(repo.log, header)
-        state.write_session(repo, active=True, owner_session=header["owner_session"], segment=segment,
-                            started=header["timestamp"], stopped=None)
+        state.write_session(repo, active=True, owner_session=header.owner_session, segment=segment,
+                            started=header.timestamp, stopped=None)
     finally:
         lock.release()
     text = _summary(header, copied, committed, segment)
@@ -138,7 +137,7 @@ def _init_in(repo, args):
     if dirty:
         output.warn(f"files outside the scope have uncommitted changes ({', '.join(dirty[:5])}); "
                     "commit or revert them, or `run` will refuse")
-    output.emit(args, text, {"ok": True, "segment": segment, "config": header, "copied": copied,
+    output.emit(args, text, {"ok": True, "segment": segment, "config": header.to_json(), "copied": copied,
                              "committed": committed})
     return cli.EXIT_OK
 
@@ -261,46 +260,48 @@ def _header(repo, args, s, segment):
     from autoresearch import hardware  # platform and nvidia-smi: only init needs them
     fixed = {name: research.sha256_file(os.path.join(repo.root, name)) for name in s["fixed"]}
     confirm = {"within": args.confirm_borderline} if args.confirm_borderline else None
-    return {
-        "type": "config",
-        "name": s["name"],
-        "metricName": s["metric"],
-        "metricUnit": s["unit"],
-        "bestDirection": s["direction"],
-        "segment": segment,
-        "timestamp": now_ms(),
-        "command": s["command"],
-        "scope": s["scope"],
-        "fixed": fixed,
-        "timeout_s": s["timeout"],
-        "checks": args.checks,
-        "checks_timeout_s": args.checks_timeout,
-        "max_iterations": args.max_iterations,
-        "noise_runs": args.noise_runs,
-        "rule": {"min_delta": args.min_delta, "z": args.noise_z, "implausible_gain": s["implausible_gain"]},
-        "policies": {"confirm": confirm, "simplicity": bool(args.simplicity)},
-        "owner_session": args.session or os.environ.get("CLAUDE_CODE_SESSION_ID") or None,
-        "hardware": hardware.fingerprint(),
-        "template": args.template,
-        "start_commit": gitops.head(repo.root),
-        "engine": f"autoresearch {__import__('autoresearch').__version__}",
-    }
+    return log.Config(
+        name=s["name"],
+        metric_name=s["metric"],
+        metric_unit=s["unit"],
+        direction=s["direction"],
+        segment=segment,
+        timestamp=now_ms(),
+        command=s["command"],
+        scope=s["scope"],
+        fixed=fixed,
+        timeout_s=s["timeout"],
+        checks=args.checks,
+        checks_timeout_s=args.checks_timeout,
+        max_iterations=args.max_iterations,
+        noise_runs=args.noise_runs,
+        rule={"min_delta": args.min_delta, "z": args.noise_z, "implausible_gain": s["implausible_gain"]},
+        policies={"confirm": confirm, "simplicity": bool(args.simplicity)},
+        owner_session=args.session or os.environ.get("CLAUDE_CODE_SESSION_ID") or None,
+        hardware=hardware.fingerprint(),
+        template=args.template,
+        start_commit=gitops.head(repo.root),
+        engine=f"autoresearch {__import__('autoresearch').__version__}",
+    )
 
 
 def _summary(h, copied, committed, segment):
-    lines = [f"autoresearch: segment {segment} started: {h['name']}",
-             f"  metric {h['metricName']} ({h['bestDirection']} is better{', ' + h['metricUnit'] if h['metricUnit'] else ''})",
-             f"  command: {h['command']}  (timeout {h['timeout_s']:g} s)",
-             f"  scope (what may change): {' '.join(h['scope'])}"]
-    if h["fixed"]:
-        lines.append(f"  fixed (checked before every run): {' '.join(h['fixed'])}")
+    lines = [f"autoresearch: segment {segment} started: {h.name}",
+             f"  metric {h.metric_name} ({h.direction} is better{', ' + h.metric_unit if h.metric_unit else ''})",
+             f"  command: {h.command}  (timeout {h.timeout_s:g} s)",
+             f"  scope (what may change): {' '.join(h.scope)}"]
+    if h.fixed:
+        lines.append(f"  fixed (checked before every run): {' '.join(h.fixed)}")
     if copied:
         lines.append(f"  copied the template: {' '.join(copied)}")
     if committed:
         lines.append(f"  committed {committed[:7]}")
-    if h["noise_runs"] > 1:
-        lines.append(f"  the baseline will run {h['noise_runs']} times to measure noise")
-    if h.get("template") == "ml":
+    if h.noise_runs > 1:
+        lines.append(f"  the baseline will run {h.noise_runs} times to measure noise")
+    else:
+        from autoresearch.summary import noise_warning
+        lines.append("  " + noise_warning(h.rule.get("min_delta")) + " (or `init --noise-runs 3`)")
+    if h.template == "ml":
         lines.append("next: prepare data and size the baseline (program.md): `uv sync && uv run prepare.py && "
                      "uv run prepare.py --fit-baseline`, then `autoresearch run --baseline -m \"baseline\"`")
     else:

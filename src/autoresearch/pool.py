@@ -24,7 +24,8 @@ import tempfile
 import time
 
 from autoresearch import cli, decide, gitops, output, research, state
-from autoresearch.research import now_ms, read_json, write_json_atomic
+from autoresearch.files import read_json, write_json_atomic
+from autoresearch.research import now_ms
 
 CANDIDATES_REF = "refs/autoresearch/candidates"
 WAIT_DEFAULT_S = 540.0     # below the 10-minute ceiling of Claude Code's Bash tool
@@ -119,7 +120,7 @@ def data_check(config):
     """What each node must have before the pool takes runs (the ML template's prepared data)."""
     if os.environ.get("AUTORESEARCH_POOL_DATA"):
         return os.environ["AUTORESEARCH_POOL_DATA"]
-    if "prepare.py" in (config.get("fixed") or {}):
+    if config is not None and "prepare.py" in config.fixed:
         return "cache:prepared/manifest.json"
     return None
 
@@ -172,7 +173,7 @@ def waves(paths):
 
 
 def next_wave(paths, records):
-    numbers = [r.get("wave") for r in records if isinstance(r.get("wave"), int)]
+    numbers = [r.extra.get("wave") for r in records if isinstance(getattr(r, "extra", {}).get("wave"), int)]
     numbers += [w["wave"] for w in waves(paths)]
     return max(numbers, default=0) + 1
 
@@ -368,8 +369,7 @@ def cmd_submit(args):
 
 def submit(repo, paths, description, asi, force=False):
     """Commit the scope change to refs/autoresearch/candidates/N, restore the work tree, queue it."""
-    from argparse import Namespace
-    from autoresearch import experiment
+    from autoresearch.plan import Request, make_plan
     records, config, runs, _ = research.load(repo, warn=output.warn)
     research.require_config(config)
     best = decide.incumbent(runs)
@@ -382,24 +382,24 @@ def submit(repo, paths, description, asi, force=False):
         raise cli.Refused("another submit is going; try again")
     try:
         q = queued(paths)
-        budget = config.get("max_iterations")
+        budget = config.max_iterations
         used = decide.iterations_used(runs)
         if budget and used + len(q) >= budget:
             raise cli.Refused(f"the iteration budget is spent ({used} runs and {len(q)} queued candidates of "
                               f"{budget}); `autoresearch wait` for the queued ones, or `autoresearch init` a new "
                               "segment")
-        plan = experiment._plan(repo, config, runs, Namespace(repeat=None, baseline=False, force=force))
+        plan = make_plan(repo, config, runs, Request(description, asi, force=force))
         twin = next((c for c in q if c.get("scope_hash") == plan.scope_hash), None)
         if twin is not None and not force:
             raise cli.Refused(f"the scope is identical to queued candidate {twin['id']} ({twin['description']!s:.80}); "
                               "write something else")
         root = repo.root
-        scope = config.get("scope") or []
+        scope = config.scope
         head = gitops.head(root)
         cid = _next_id(paths)
         commit = _commit_scope(root, head, scope, f"{description}\n\nautoresearch candidate {cid}")
         gitops.git(root, "update-ref", f"{CANDIDATES_REF}/{cid}", commit)
-        cand = {"id": cid, "commit": commit, "parent": plan.best_full, "parent_run": best["run"],
+        cand = {"id": cid, "commit": commit, "parent": plan.best_full, "parent_run": best.run,
                 "description": description, "asi": asi, "scope_hash": plan.scope_hash,
                 "scope_lines": plan.scope_lines, "submitted": now_ms()}
         write_json_atomic(paths.candidate(cid), cand)
@@ -517,8 +517,8 @@ def _report(args, repo, paths, w):
 
 
 def wave_text(repo, w):
-    config = research.load(repo, warn=lambda m: None)[1] or {}
-    name = config.get("metricName")
+    config = research.load(repo, warn=lambda m: None)[1]
+    name = config.metric_name if config else "metric"
     runs = w["runs"]
     k = sum(r["role"] == "candidate" for r in runs)
     lines = [f"wave {w['wave']}: {k} candidate(s) beside the control of run {w.get('parent_run')}'s code" if k
@@ -560,8 +560,8 @@ def run_through_pool(args, repo):
     best = decide.incumbent(runs)
     quiet = argparse.Namespace(json=True)
     if best is None or args.baseline:
-        config = research.load(repo, warn=lambda m: None)[1] or {}
-        count = args.repeat or (config.get("noise_runs") if best is None else None) or 1
+        config = research.load(repo, warn=lambda m: None)[1]
+        count = args.repeat or (config.noise_runs if best is None and config else None) or 1
         return _finish_run(args, repo, paths, _capture(lambda: _wait(quiet, repo, 1e9, "calibration",
                                                                      {"controls": count, "description": description,
                                                                       "asi": asi})))

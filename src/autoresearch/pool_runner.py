@@ -23,7 +23,8 @@ import tempfile
 import time
 import traceback
 
-from autoresearch import decide, gitops, log, metrics, pool, research, state, wave
+from autoresearch import decide, gitops, log, pool, recovery, research, state, verdict, wave
+from autoresearch.files import read_json, write_json_atomic
 from autoresearch.research import now_ms
 
 TASK_RETRIES = 3          # Ray's own retries of a task whose worker or node died
@@ -70,8 +71,7 @@ class Runner:
     def _check_nodes(self):
         ray = self.ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-        config = research.load(self.repo)[1] or {}
-        data_check = pool.data_check(config)
+        data_check = pool.data_check(research.load(self.repo)[1])
         nodes = [n for n in ray.nodes() if n.get("Alive")]
         probes = [self.remote_probe.options(num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(
             n["NodeID"], soft=False)).remote(data_check) for n in nodes]
@@ -118,13 +118,13 @@ class Runner:
         # One worker per GPU started now, so the first wave's runs start together.
         warm = ray.remote(_probe_task)
         ray.get([warm.options(num_gpus=1, num_cpus=self.cpus_per_task).remote(None) for _ in slots], timeout=300)
-        research.write_json_atomic(self.paths.info, self.info)
+        write_json_atomic(self.paths.info, self.info)
         say(f"pool up: {len(slots)} GPU(s) of class {classes[0]} on {len(nodes)} node(s), Ray {ray.__version__}")
         return True
 
     def _refuse(self, reason):
         say(f"refused: {reason}")
-        research.write_json_atomic(self.paths.info, {"status": "refused", "reason": reason, "pid": os.getpid()})
+        write_json_atomic(self.paths.info, {"status": "refused", "reason": reason, "pid": os.getpid()})
         return False
 
     # --- the loop ---
@@ -135,7 +135,7 @@ class Runner:
                 say(f"wave {w['wave']} was cut short by the last runner; running it again")
                 self.run_wave(w)
         while not self.stopping:
-            request = research.read_json(self.paths.go)
+            request = read_json(self.paths.go)
             if request is not None:
                 try:
                     self.run_wave(None, request)
@@ -155,45 +155,47 @@ class Runner:
         except Exception as exc:  # a bug must not take the pool down; `wait` reports it
             say("wave failed:\n" + traceback.format_exc())
             failure = {"status": "failed", "error": f"{type(exc).__name__}: {_one_line(exc)}", "at": now_ms()}
-            research.write_json_atomic(self.paths.failure, failure)
+            write_json_atomic(self.paths.failure, failure)
             if getattr(w, "plan", None):
                 w.plan.update(failure)
-                research.write_json_atomic(self.paths.wave(w.plan["wave"]), w.plan)
+                write_json_atomic(self.paths.wave(w.plan["wave"]), w.plan)
         finally:
             lock.release()
 
 
 class Wave:
-    """One wave from plan to records."""
+    """One wave from plan to records: plan -> dispatch (measure, on the workers) -> decide -> record."""
 
     def __init__(self, runner, resumed, request):
         self.r, self.repo, self.paths = runner, runner.repo, runner.paths
         self.resumed, self.request = resumed, request
         self.notes = []
-        self._extra = []    # the confirmation's re-run and control
+        self.plan = None
 
     def execute(self):
         records, config, runs, segment = research.load(self.repo, warn=say)
         if config is None:
             return
-        if state.recover(self.repo, records, config, runs, segment, say):
+        if recovery.recover(self.repo, records, runs, segment, say):
             records, config, runs, segment = research.load(self.repo, warn=say)
         self.records, self.config, self.runs, self.segment = records, config, runs, segment
         self.rules = decide.Rules.from_config(config)
         best = decide.incumbent(runs)
         plan = self.resumed or self._plan(best)
-        if plan is None:
-            return
         self.plan = plan
         os.makedirs(self.paths.waves_dir, exist_ok=True)
-        research.write_json_atomic(self.paths.wave(plan["wave"]), plan)
+        write_json_atomic(self.paths.wave(plan["wave"]), plan)
         started = now_ms()
         results = self._dispatch(plan["runs"])
-        outcome = self._decide(plan, best, results)
-        plan.update(status="done", started=started, ended=now_ms(), runs=outcome, notes=self.notes)
-        self._record(plan, started)
-        research.write_json_atomic(self.paths.wave(plan["wave"]), plan)
-        say(f"wave {plan['wave']} done: " + ", ".join(f"run {x['run']} {x['status']}" for x in outcome))
+        recs = self._decide(plan, best, results)
+        ended = now_ms()
+        for rec in recs:
+            rec.extra.update(wave_started=started, wave_ended=ended)
+        self._record(plan, recs)
+        plan.update(status="done", started=started, ended=ended, runs=[r.to_json() for r in recs],
+                    notes=self.notes)
+        write_json_atomic(self.paths.wave(plan["wave"]), plan)
+        say(f"wave {plan['wave']} done: " + ", ".join(f"run {x.run} {x.status}" for x in recs))
 
     # --- plan ---
 
@@ -206,24 +208,23 @@ class Wave:
         if best is None or not queued:
             # A calibration wave (no baseline yet, or `run --baseline`): the code at HEAD, K times.
             count = max(1, int(self.request.get("controls") or 1))
-            head = gitops.head(root)
-            scope_hash, lines = research.scope_fingerprint(self.repo, self.config.get("scope") or [])
-            commit = gitops.run_ref(root, best["run"]) if best else head
+            if best is None:
+                commit = gitops.head(root)
+                scope_hash, lines = research.scope_fingerprint(self.repo, self.config.scope)
+            else:
+                commit = gitops.commit_of_run(root, best.run, best.commit)
+                scope_hash, lines = best.scope_hash, best.scope_lines
             for i in range(count):
                 role = "baseline" if best is None and i == 0 else "control"
-                planned.append(self._slot(number + i, role, commit, best, None,
-                                          self.request.get("description") or ("baseline" if best is None else
-                                                                              "control"),
-                                          self.request.get("asi") or {}, scope_hash if best is None else
-                                          best.get("scope_hash"), lines if best is None else best.get("scope_lines")))
-            return {"wave": wave_no, "status": "running", "parent": commit, "parent_run": best and best["run"],
+                planned.append(_slot(number + i, role, commit, best, None,
+                                     self.request.get("description") or role, self.request.get("asi") or {},
+                                     scope_hash, lines))
+            return {"wave": wave_no, "status": "running", "parent": commit, "parent_run": best and best.run,
                     "runs": planned, "candidates": [], "superseded": [], "requested": self.request}
-        parent = gitops.run_ref(root, best["run"]) or gitops.head(root)
-        control = self._slot(number, "control", parent, best, None, f"control: run {best['run']}'s code", {},
-                             best.get("scope_hash"), best.get("scope_lines"))
-        planned.append(control)
-        superseded = []
-        taken = []
+        parent = gitops.commit_of_run(root, best.run, best.commit) or gitops.head(root)
+        planned.append(_slot(number, "control", parent, best, None, f"control: run {best.run}'s code", {},
+                             best.scope_hash, best.scope_lines))
+        superseded, taken = [], []
         for cand in queued:
             commit = cand["commit"]
             if cand.get("parent") != parent:
@@ -231,33 +232,24 @@ class Wave:
                 if commit is None:
                     superseded.append(cand["id"])
                     pool.drop_candidate(self.paths, root, cand["id"])
-                    self.notes.append(f"candidate {cand['id']} no longer applies on run {best['run']}'s code "
+                    self.notes.append(f"candidate {cand['id']} no longer applies on run {best.run}'s code "
                                       "(conflict); it was dropped: write it again")
                     continue
-                self.notes.append(f"candidate {cand['id']} was rebased onto run {best['run']}")
+                self.notes.append(f"candidate {cand['id']} was rebased onto run {best.run}")
             taken.append(cand["id"])
-            planned.append(self._slot(number + len(planned), "candidate", commit, best, cand["id"],
-                                      cand["description"], cand.get("asi") or {}, cand["scope_hash"],
-                                      cand.get("scope_lines")))
-        return {"wave": wave_no, "status": "running", "parent": parent, "parent_run": best["run"],
+            planned.append(_slot(number + len(planned), "candidate", commit, best, cand["id"], cand["description"],
+                                 cand.get("asi") or {}, cand["scope_hash"], cand.get("scope_lines")))
+        return {"wave": wave_no, "status": "running", "parent": parent, "parent_run": best.run,
                 "runs": planned, "candidates": taken, "superseded": superseded, "requested": self.request}
-
-    def _slot(self, run, role, commit, best, cand_id, description, asi, scope_hash, scope_lines):
-        return {"run": run, "role": role, "commit": commit, "candidate": cand_id, "description": description,
-                "asi": asi, "scope_hash": scope_hash, "scope_lines": scope_lines,
-                "repeat_of": best["run"] if best is not None and role in ("control",) else None}
 
     # --- dispatch and collect ---
 
     def _spec(self, slot):
         root = self.repo.root
-        config = self.config
-        paths = list(config.get("scope") or []) + sorted((config.get("fixed") or {}).keys()) + list(PROJECT_FILES)
-        files = _commit_files(root, slot["commit"], paths)
-        timeout = float(config.get("timeout_s") or 0) or None
+        paths = list(self.config.scope) + sorted(self.config.fixed) + list(PROJECT_FILES)
+        files, executable = _commit_files(root, slot["commit"], paths)
         return {"run": slot["run"], "commit": slot["commit"], "repo": root, "head_node": self.r.head_node,
-                "files": files[0], "executable": files[1], "command": config["command"], "timeout_s": timeout,
-                "checks": config.get("checks"), "checks_timeout_s": config.get("checks_timeout_s")}
+                "files": files, "executable": executable, "config": self.config.to_json()}
 
     def _dispatch(self, slots):
         """Run `slots` at once, one GPU each; return {run: result}. Node loss: retried, never a crash."""
@@ -298,7 +290,7 @@ class Wave:
                     continue
                 if self._cut_by_node_loss(res) and attempts[run] <= RESUBMITS:
                     attempts[run] += 1
-                    self.notes.append(f"run {run}: killed by {res['exit_code']} as its node went down; re-run")
+                    self.notes.append(f"run {run}: killed as its node went down; re-run (attempt {attempts[run]})")
                     submit(run)
                     continue
                 res["attempt"] = attempts[run]
@@ -315,7 +307,7 @@ class Wave:
 
     def _cut_by_node_loss(self, res):
         """A benchmark killed by a signal on a node that is gone now was cut short, not crashed."""
-        code = res.get("exit_code")
+        code = res["measurement"].exit_code
         if not isinstance(code, int) or code >= 0:
             return False
         return res.get("node") not in self._alive_nodes()
@@ -329,181 +321,160 @@ class Wave:
                 os.makedirs(os.path.dirname(path), exist_ok=True)
                 with open(path, "wb") as f:
                     f.write(data)
+        res["measurement"].run_dir = os.path.abspath(run_dir)
 
     # --- decide ---
 
     def _decide(self, plan, best, results):
-        recs = {s["run"]: self._record_for(s, results.get(s["run"])) for s in plan["runs"]}
-        controls = [r for r in recs.values() if r["role"] in ("control", "baseline")]
-        cands = [r for r in recs.values() if r["role"] == "candidate"]
-        lost = [r for r in recs.values() if r.get("_lost")]
-        for r in lost:   # never recorded as the candidate's crash: back in the queue
-            if r.get("candidate") is not None:
-                self.notes.append(f"candidate {r['candidate']}: its node was lost {r['attempt']} times; "
-                                  "it stays queued for the next wave")
-        done = [r for r in recs.values() if not r.get("_lost")]
+        """The wave's records (log.Run), in run-number order; lost runs are left out (re-queued)."""
+        recs = {}
+        for slot in plan["runs"]:
+            rec = self._judged(slot, results.get(slot["run"]), best)
+            if rec is None:
+                if slot.get("candidate") is not None:
+                    self.notes.append(f"candidate {slot['candidate']}: its node was lost every time; it stays "
+                                      "queued for the next wave")
+                continue
+            recs[slot["run"]] = rec
         if best is None:
-            self._decide_calibration(controls)
-            return [_public(r) for r in sorted(done, key=lambda r: r["run"])]
-        prior = list(self.runs)
-        measured_controls = [c for c in controls if decide.is_measurement(dict(c, status="discard"))]
-        for c in controls:
-            if c.get("status") is None:
-                c.update(status="discard", reason=f"control of wave {plan['wave']}: "
-                         f"{decide.remeasurement_reason(best['run'])}", repeat_of=best["run"])
-        prior_plus = prior + [dict(c) for c in measured_controls]
+            self._decide_calibration([r for r in recs.values()])
+            return sorted(recs.values(), key=lambda r: r.run)
+        controls = [r for r in recs.values() if r.extra["role"] == "control"]
+        cands = [r for r in recs.values() if r.extra["role"] == "candidate"]
+        measured = [c for c in controls if c.measured]
+        prior_plus = list(self.runs) + measured
         stats = decide.noise(prior_plus, self.rules)
-        k = len(cands)
-        th = wave.thresholds(k, stats["sigma"] if stats["source"] == "repeats" else None, self.rules)
-        if measured_controls:
-            control = measured_controls[0]
-            ref_value, ref_run = control["metric"], control["run"]
+        th = wave.thresholds(len(cands), stats["sigma"] if stats["source"] == "repeats" else None, self.rules)
+        if measured:
+            ref_value, ref_run = measured[0].metric, measured[0].run
         else:   # no control measurement: compare with the incumbent's value, and say so
-            ref_value, ref_run = decide.value_of(prior, best), None
-            self.notes.append("the control did not give a measurement; candidates were compared with the "
+            ref_value, ref_run = decide.value_of(self.runs, best), None
+            self.notes.append("the control gave no measurement; the candidates were compared with the "
                               "incumbent's value over its earlier measurements")
-        decidable = [(r["run"], r["metric"]) for r in cands if r.get("status") is None]
+        decidable = [(r.run, r.metric) for r in cands if r.extra.pop("_decidable", False)]
         verdicts, winner = wave.decide_wave(decidable, ref_value, th, self.rules)
         if winner is not None and verdicts[winner].needs_confirmation:
-            self._confirm(plan, recs, verdicts[winner], th, best)
+            recs.update(self._confirm(plan, recs[winner], verdicts[winner], th, best))
         best_value = decide.value_of(prior_plus, best)
         for r in cands:
-            r.update(control_run=ref_run, control_metric=ref_value, thresholds=th.as_record(),
-                     best_before=best_value, threshold=th.screen)
-            v = verdicts.get(r["run"])
+            r.extra.update(control_run=ref_run, control_metric=ref_value, thresholds=th.as_record())
+            v = verdicts.get(r.run)
             if v is None:
                 continue
-            r.update(status=v.status, reason=v.reason, delta=v.delta, rank_in_wave=v.rank,
-                     runner_up=v.runner_up, value=r["metric"],
-                     confidence=round(v.delta / th.sigma_d, 3) if th.sigma_d else None)
-            r.update(v.extra)
-            if v.implausible:
-                self._diagnose(r, "implausible")
+            r.status, r.reason, r.value, r.best_before, r.threshold = v.status, v.reason, r.metric, best_value, th.screen
+            r.confidence = round(v.delta / th.sigma_d, 3) if th.sigma_d else None
+            r.policy = "wave"
+            r.extra.update(delta=v.delta, rank_in_wave=v.rank, runner_up=v.runner_up, **v.extra)
         for c in controls:
-            c.update(best_before=best_value, threshold=th.screen, thresholds=th.as_record())
-        return [_public(r) for r in sorted(done + self._extra, key=lambda r: r["run"])]
+            if c.measured:
+                c.reason = f"control of wave {plan['wave']}: {decide.remeasurement_reason(best.run)}"
+                c.repeat_of = best.run
+            c.best_before, c.threshold = best_value, th.screen
+            c.extra.update(thresholds=th.as_record())
+        for r in recs.values():
+            r.extra.pop("_decidable", None)
+        return sorted(recs.values(), key=lambda r: r.run)
 
-    def _decide_calibration(self, controls):
-        ok = [c for c in controls if c.get("status") is None]
+    def _decide_calibration(self, recs):
         base = None
-        for c in sorted(ok, key=lambda c: c["run"]):
+        for c in sorted(recs, key=lambda c: c.run):
+            c.extra.pop("_decidable", None)
+            if not c.measured and c.status not in ("keep", "discard"):
+                continue
             if base is None:
-                c.update(status="keep", reason="baseline: first measurement of the segment", value=c["metric"])
+                c.status, c.reason, c.value = "keep", "baseline: first measurement of the segment", c.metric
                 base = c
             else:
-                c.update(status="discard", repeat_of=base["run"],
-                         reason=f"{decide.remeasurement_reason(base['run'])} (calibration wave)")
+                c.status, c.repeat_of = "discard", base.run
+                c.reason = f"{decide.remeasurement_reason(base.run)} (calibration wave)"
 
-    def _confirm(self, plan, recs, verdict, th, best):
+    def _confirm(self, plan, winner, v, th, best):
         """The borderline winner again, beside a fresh control, right away (same wave number)."""
-        winner = recs[verdict.run]
-        number = max(recs) + 1
-        again = self._slot(number, "confirm", winner["_commit"], best, winner.get("candidate"),
-                           winner["description"], winner.get("asi") or {}, winner["scope_hash"],
-                           winner.get("scope_lines"))
-        again["repeat_of"] = verdict.run
-        ctrl = self._slot(number + 1, "control", plan["parent"], best, None, f"control: run {best['run']}'s code",
-                          {}, best.get("scope_hash"), best.get("scope_lines"))
+        number = max(s["run"] for s in plan["runs"]) + 1
+        again = _slot(number, "confirm", winner.extra["_commit"], best, winner.extra.get("candidate"),
+                      winner.description, winner.asi, winner.scope_hash, winner.scope_lines)
+        again["repeat_of"] = winner.run
+        ctrl = _slot(number + 1, "control", plan["parent"], best, None, f"control: run {best.run}'s code", {},
+                     best.scope_hash, best.scope_lines)
         plan["runs"].extend([again, ctrl])
-        research.write_json_atomic(self.paths.wave(plan["wave"]), plan)
+        write_json_atomic(self.paths.wave(plan["wave"]), plan)
         results = self._dispatch([again, ctrl])
-        a, c = self._record_for(again, results.get(number)), self._record_for(ctrl, results.get(number + 1))
-        delta = None
-        if a.get("status") is None and c.get("status") is None:
-            delta = decide.gain(self.rules.direction, c["metric"], a["metric"])
-        wave.settle_confirmation(verdict, delta, th, number)
-        if a.get("status") is None:
-            a.update(status="discard", delta=delta, control_run=number + 1, control_metric=c.get("metric"),
-                     reason=f"{decide.remeasurement_reason(verdict.run)}: confirmation re-run of the wave winner")
-        if c.get("status") is None:
-            c.update(status="discard", repeat_of=best["run"],
-                     reason=f"control of wave {plan['wave']}'s confirmation: {decide.remeasurement_reason(best['run'])}")
-        self._extra = [x for x in (a, c) if not x.get("_lost")]
+        a = self._judged(again, results.get(number), best)
+        c = self._judged(ctrl, results.get(number + 1), best)
+        delta = decide.gain(self.rules.direction, c.metric, a.metric) if a and c and a.measured and c.measured \
+            else None
+        wave.settle_confirmation(v, delta, th, number)
+        out = {}
+        if a is not None:
+            a.extra.pop("_decidable", None)
+            if a.measured:
+                a.status, a.repeat_of = "discard", winner.run
+                a.reason = f"{decide.remeasurement_reason(winner.run)}: confirmation re-run of the wave winner"
+                a.extra.update(delta=delta, control_run=number + 1, control_metric=c.metric if c else None)
+            out[a.run] = a
+        if c is not None:
+            c.extra.pop("_decidable", None)
+            if c.measured:
+                c.reason = f"control of wave {plan['wave']}'s confirmation: {decide.remeasurement_reason(best.run)}"
+                c.repeat_of = best.run
+            out[c.run] = c
+        return out
 
     # --- records ---
 
-    def _record_for(self, slot, res):
-        """The log record of one run (status None while the rule has not decided it)."""
+    def _judged(self, slot, res, best):
+        """The run's log.Run, judged by the single-run steps (failure, diagnosis); None when lost.
+        A measured run is marked `_decidable` for the wave's rule, which sets its final status."""
+        if res is None or res.get("lost"):
+            return None
         run = slot["run"]
         run_dir = self.repo.run_dir(run)
         os.makedirs(run_dir, exist_ok=True)
-        name = self.config.get("metricName")
-        res = res or {"lost": True, "attempt": 0}
-        text = _read(os.path.join(run_dir, "output.log"))
-        found, warnings = metrics.parse(text)
-        rec = {"run": run, "commit": gitops.short(slot["commit"]), "metric": found.get(name), "metrics": found,
-               "status": None, "description": slot["description"], "timestamp": now_ms(),
-               "segment": self.segment, "confidence": None, "asi": slot.get("asi") or {},
-               "duration_s": res.get("duration_s"), "reason": None, "best_before": None, "threshold": None,
-               "diagnosis": None, "run_dir": self.repo.rel(run_dir), "ref": f"{gitops.RUNS_REF}/{run}",
-               "scope_hash": slot.get("scope_hash"), "scope_lines": slot.get("scope_lines"),
-               "repeat_of": slot.get("repeat_of"), "exit_code": res.get("exit_code"), "policy": "wave",
-               "wave": self.plan["wave"], "role": slot["role"], "control": slot["role"] == "control",
-               "candidate": slot.get("candidate"), "attempt": res.get("attempt"),
-               "slot": {"node": res.get("node"), "host": res.get("host"),
-                        "cuda_visible_devices": res.get("cuda_visible_devices"), "snapshot": res.get("snapshot")},
-               "gpu_s": round(res["bench_ended"] - res["bench_started"], 3) if res.get("bench_ended") else None,
-               "bench_started": _ms(res.get("bench_started")), "bench_ended": _ms(res.get("bench_ended")),
-               "wave_gpus": self.r.info["gpus"] if self.r.info else None,
-               "_commit": slot["commit"], "_lost": bool(res.get("lost"))}
-        for w in warnings:
-            say(f"run {run}: {w}")
-        if res.get("lost"):
-            return rec
+        extra = {"wave": self.plan["wave"], "role": slot["role"], "control": slot["role"] == "control",
+                 "candidate": slot.get("candidate"), "attempt": res.get("attempt"),
+                 "slot": {"node": res.get("node"), "host": res.get("host"),
+                          "cuda_visible_devices": res.get("cuda_visible_devices"), "snapshot": res.get("snapshot")},
+                 "gpu_s": round(res["bench_ended"] - res["bench_started"], 3) if res.get("bench_ended") else None,
+                 "bench_started": _ms(res.get("bench_started")), "bench_ended": _ms(res.get("bench_ended")),
+                 "wave_gpus": self.r.info["gpus"] if self.r.info else None, "_commit": slot["commit"]}
+        template = log.Run(run=run, commit=gitops.short(slot["commit"]), description=slot["description"],
+                           timestamp=now_ms(), segment=self.segment, asi=slot.get("asi") or {},
+                           run_dir=self.repo.rel(run_dir), ref=f"{gitops.RUNS_REF}/{run}",
+                           scope_hash=slot.get("scope_hash"), scope_lines=slot.get("scope_lines"),
+                           repeat_of=slot.get("repeat_of"), policy="wave", extra=extra)
         if res.get("error"):
-            self._fail(rec, "crash", f"the pool task failed: {res['error']}")
-        elif res.get("timed_out"):
-            self._fail(rec, "timeout", f"timed out after {float(self.config.get('timeout_s') or 0):g} s "
-                                       "(process group killed)")
-        elif res.get("exit_code") != 0:
-            self._fail(rec, "crash", _exit_text(res.get("exit_code")))
-        elif name not in found:
-            self._fail(rec, "crash", f"no valid METRIC {name}=<number> line in the output")
-        elif res.get("checks") and (res["checks"]["timed_out"] or res["checks"]["exit_code"] != 0):
-            rec["status"], rec["reason"] = "checks_failed", "checks failed"
+            rec = template
+            rec.status, rec.reason = "crash", f"the pool task failed: {res['error']}"
+            return rec
+        m = res["measurement"]
+        with tempfile.TemporaryDirectory() as tmp:   # the run's own tree, for the diagnoser
+            from autoresearch import snapshot
+            tree = os.path.join(tmp, "tree")
+            snapshot.export_commit(self.repo.root, slot["commit"], tree)
+            v = verdict.judge(self.config, list(self.runs), m, template, tree, scope_lines=slot.get("scope_lines"))
+        rec = v.record
+        if v.decision is not None and not v.decision.implausible:
+            rec.extra["_decidable"] = True
         return rec
 
-    def _fail(self, rec, status, reason):
-        rec["status"], rec["reason"] = status, reason
-        if status in ("crash", "timeout"):
-            rec["metric"] = None
-            self._diagnose(rec, status)
-
-    def _diagnose(self, rec, status):
-        run_dir = os.path.join(self.repo.root, rec["run_dir"])
-        try:
-            from autoresearch import diagnosis
-            result = diagnosis.for_run(self.repo.root, run_dir, status, rec.get("metrics") or {}, None,
-                                       self.config.get("bestDirection", "lower"), rec["reason"])
-        except Exception as exc:  # never lose a run to the diagnoser
-            result = {"family": "UNKNOWN", "codes": [], "intermediates": {}, "fix": {},
-                      "explanation": "the diagnoser could not run", "error": f"{type(exc).__name__}: {exc}"}
-        rec["diagnosis"] = result
-        try:
-            with open(os.path.join(run_dir, "diagnosis.json"), "w", encoding="utf-8") as f:
-                f.write(json.dumps(result, indent=1, ensure_ascii=False, default=str) + "\n")
-        except (OSError, TypeError, ValueError):
-            pass
-
-    def _record(self, plan, started):
+    def _record(self, plan, recs):
         """Append the wave's records in run-number order, keep their refs, move HEAD on a keep."""
         root = self.repo.root
-        ended = now_ms()
         kept = None
-        for rec in plan["runs"]:
-            rec.update(wave_started=started, wave_ended=ended)
-            gitops.set_run_ref(root, rec["run"], _full(root, rec["commit"]))
+        for rec in recs:
+            commit = rec.extra.pop("_commit")
+            gitops.set_run_ref(root, rec.run, commit)
             try:
-                with open(os.path.join(self.repo.run_dir(rec["run"]), "diff.patch"), "w", encoding="utf-8") as f:
-                    f.write(gitops.diff_patch(root, _full(root, rec["commit"])))
+                with open(os.path.join(self.repo.run_dir(rec.run), "diff.patch"), "w", encoding="utf-8") as f:
+                    f.write(gitops.diff_patch(root, commit))
             except (OSError, gitops.GitError):
                 pass
             log.append(self.repo.log, rec, warn=say)
-            if rec["status"] == "keep":
-                kept = rec
-        if kept is not None and kept["role"] == "candidate":
-            self._move_head(_full(root, kept["commit"]))
-        recorded = {r.get("candidate") for r in plan["runs"]}
+            if rec.status == "keep":
+                kept = (rec, commit)
+        if kept is not None and kept[0].extra["role"] == "candidate":
+            self._move_head(kept[1])
+        recorded = {r.extra.get("candidate") for r in recs}
         for cid in plan.get("candidates") or []:
             if cid in recorded:   # a candidate whose node was lost every time stays queued
                 pool.drop_candidate(self.paths, root, cid)
@@ -521,6 +492,12 @@ class Wave:
         if stashed and gitops.git(root, "stash", "pop", "-q", check=False) is None:
             self.notes.append("your edits made during the wave conflict with the kept change; they are in "
                               "`git stash list` (autoresearch: edits made during a wave)")
+
+
+def _slot(run, role, commit, best, cand_id, description, asi, scope_hash, scope_lines):
+    return {"run": run, "role": role, "commit": commit, "candidate": cand_id, "description": description,
+            "asi": asi, "scope_hash": scope_hash, "scope_lines": scope_lines,
+            "repeat_of": best.run if best is not None and role == "control" else None}
 
 
 def _rebase(root, cand, parent):
@@ -554,33 +531,8 @@ def _commit_files(root, commit, paths):
     return snapshot.commit_files(root, commit, paths), executable
 
 
-def _full(root, short):
-    return gitops.git(root, "rev-parse", "--verify", "-q", f"{short}^{{commit}}")
-
-
-def _public(rec):
-    return {k: v for k, v in rec.items() if not k.startswith("_")}
-
-
 def _ms(t):
     return int(t * 1000) if isinstance(t, (int, float)) else None
-
-
-def _read(path):
-    try:
-        with open(path, "rb") as f:
-            return f.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
-def _exit_text(code):
-    if isinstance(code, int) and code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit {code}"
 
 
 def _one_line(exc):
@@ -629,9 +581,9 @@ def main(argv=None):
         say(str(exc))
     except Exception:
         say("pool runner failed:\n" + traceback.format_exc())
-        info = research.read_json(paths.info) or {}
+        info = read_json(paths.info) or {}
         if info.get("status") != "up":
-            research.write_json_atomic(paths.info, {"status": "refused", "pid": os.getpid(),
+            write_json_atomic(paths.info, {"status": "refused", "pid": os.getpid(),
                                                     "reason": "the pool runner failed to start; see "
                                                               f"{repo.rel(paths.log)}"})
     finally:
@@ -639,7 +591,7 @@ def main(argv=None):
             if runner.ray is not None:
                 runner.ray.shutdown()
         finally:
-            info = research.read_json(paths.info) or {}
+            info = read_json(paths.info) or {}
             if info.get("pid") == os.getpid() and info.get("status") == "up":
                 _unlink(paths.info)
     return 0

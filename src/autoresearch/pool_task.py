@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from autoresearch import runner, snapshot
+from autoresearch import snapshot
 
 MAX_FILE_BYTES = 32 << 20      # a file the run wrote larger than this stays behind (noted)
 RUN_STATE_SKIP = (".autoresearch/", "autoresearch.jsonl")
@@ -32,10 +32,13 @@ def run_experiment(spec, node_id):
     """Run one experiment as `spec` says; return what the pool runner records.
 
     spec: run, commit, repo (path on the head), head_node, files ({path: bytes}), executable,
-    command, timeout_s, checks, checks_timeout_s.
+    config (the segment's header, as JSON). The measurement is measure.py's, as for a single run.
     """
+    from autoresearch import log
+    from autoresearch.measure import measure
     started = time.time()
     _reap_children()
+    config = log.Config.from_json(spec["config"])
     work = Path(tempfile.mkdtemp(prefix=f"autoresearch-run{spec['run']}-"))
     tree, run_dir = work / "tree", work / "run"
     run_dir.mkdir()
@@ -43,25 +46,13 @@ def run_experiment(spec, node_id):
         t0 = time.monotonic()
         where = _snapshot(spec, node_id, tree)
         snapshot_s = time.monotonic() - t0
-        env = dict(os.environ)
-        env.update({"AUTORESEARCH_RUN": str(spec["run"]), "AUTORESEARCH_RUN_DIR": str(run_dir),
-                    "AUTORESEARCH_STEPS_FILE": str(run_dir / "steps.jsonl")})
-        env.setdefault("PYTHONUNBUFFERED", "1")
         bench_start = time.time()
-        result = runner.run(spec["command"], str(tree), env, str(run_dir / "output.log"),
-                            spec.get("timeout_s"), echo=None)
+        m = measure(config, spec["run"], str(run_dir), str(tree))
         bench_end = time.time()
-        checks = None
-        if spec.get("checks") and not result.timed_out and result.exit_code == 0:
-            c = runner.run(spec["checks"], str(tree), env, str(run_dir / "checks.log"),
-                           spec.get("checks_timeout_s") or 300, echo=None)
-            checks = {"exit_code": c.exit_code, "timed_out": c.timed_out, "duration_s": round(c.duration_s, 3)}
         files, left = _collect(run_dir)
-        return {"run": spec["run"], "exit_code": result.exit_code, "timed_out": result.timed_out,
-                "duration_s": round(result.duration_s, 3), "checks": checks, "files": files,
-                "left_behind": left, "node": node_id, "host": socket.gethostname(), "snapshot": where,
-                "snapshot_s": round(snapshot_s, 4), "started": started, "bench_started": bench_start,
-                "bench_ended": bench_end, "ended": time.time(),
+        return {"run": spec["run"], "measurement": m, "files": files, "left_behind": left, "node": node_id,
+                "host": socket.gethostname(), "snapshot": where, "snapshot_s": round(snapshot_s, 4),
+                "started": started, "bench_started": bench_start, "bench_ended": bench_end, "ended": time.time(),
                 "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
     finally:
         snapshot.remove(work)

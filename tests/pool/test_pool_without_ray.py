@@ -49,18 +49,20 @@ def test_submit_and_wait_refuse_without_a_pool(tmp_path):
 
 
 def test_a_snapshot_shipped_as_bytes_runs_like_the_exported_one(tmp_path):
-    from autoresearch import pool_runner, pool_task
+    from autoresearch import pool_runner, pool_task, research
     repo = make_repo(tmp_path / "r", _env(tmp_path), value="0.75:0")
+    config = research.load(research.Repo(repo.root))[1].to_json()
     commit = repo.git("rev-parse", "HEAD")
     files, executable = pool_runner._commit_files(str(repo.root), commit, ["value.txt", "bench.sh"])
     assert set(files) == {"value.txt", "bench.sh"}
     spec = {"run": 7, "commit": commit, "repo": str(repo.root), "head_node": "head", "files": files,
-            "executable": executable, "command": "bash bench.sh", "timeout_s": 60}
+            "executable": executable, "config": config}
     here = pool_task.run_experiment(spec, "head")
     there = pool_task.run_experiment(spec, "another-node")
     assert here["snapshot"] == "export" and there["snapshot"] == "bytes"
     for res in (here, there):
-        assert res["exit_code"] == 0 and b"METRIC loss=0.75" in res["files"]["output.log"]
+        m = res["measurement"]
+        assert m.exit_code == 0 and m.found == {"loss": 0.75} and b"METRIC loss=0.75" in res["files"]["output.log"]
     # Never the live tree: an edit made while the run goes is not what runs.
     repo.set("crash")
-    assert pool_task.run_experiment(spec, "another-node")["exit_code"] == 0
+    assert pool_task.run_experiment(spec, "another-node")["measurement"].found == {"loss": 0.75}
