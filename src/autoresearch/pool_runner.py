@@ -435,6 +435,7 @@ class Wave:
                  "slot": {"node": res.get("node"), "host": res.get("host"),
                           "cuda_visible_devices": res.get("cuda_visible_devices"), "snapshot": res.get("snapshot")},
                  "gpu_s": round(res["bench_ended"] - res["bench_started"], 3) if res.get("bench_ended") else None,
+                 "snapshot_s": res.get("snapshot_s"),
                  "bench_started": _ms(res.get("bench_started")), "bench_ended": _ms(res.get("bench_ended")),
                  "wave_gpus": self.r.info["gpus"] if self.r.info else None, "_commit": slot["commit"]}
         template = log.Run(run=run, commit=gitops.short(slot["commit"]), description=slot["description"],
