@@ -124,7 +124,7 @@ def cmd_report(args):
         best = model["segments"][-1] if model["segments"] else None
         print(json.dumps({"output": str(out), "png": args.png, "runs": runs, "best": best,
                           "status": model["status"], "summary": model["summary"], "segments": model["segments"],
-                          "warnings": model["warningCount"]}, allow_nan=False))
+                          "waves": model["waves"], "warnings": model["warningCount"]}, allow_nan=False))
     return cli.EXIT_OK
 
 
@@ -188,6 +188,7 @@ def build_model(root, log_path, kwh_price=DEFAULT_KWH_PRICE, warn=_warn):
         "runs": runs,
         "status": status,
         "summary": overall_summary(runs, summaries[-1] if summaries else None, kwh_price),
+        "waves": _clean(arsummary.waves(night.runs)),
         "current": current,
         "kwhPrice": kwh_price,
         "yRange": y_range(runs, config["direction"]),
@@ -240,6 +241,8 @@ def normalise_run(record, segment):
         "ref": _text(record.ref),
         "repeat_of": _num(record.repeat_of),
         "value": _num(record.value),
+        "wave": _num(record.extra.get("wave")),
+        "role": _text(record.extra.get("role")) or None,
     }
 
 

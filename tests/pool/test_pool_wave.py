@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from helpers_pool import cleanup, make_repo, ray_env, require_ray
+from helpers_pool import SRC, cleanup, make_repo, ray_env, require_ray
 
 
 @pytest.fixture(scope="module")
@@ -168,3 +168,27 @@ def _address(hexaddr, v6):
     if full == b"\0" * 16:
         return "::"
     return full.hex()
+
+
+def test_brief_and_the_report_know_the_waves(repo, tmp_path):
+    rc, brief = repo.json("brief")
+    assert "autoresearch submit" in brief["next"] and brief["state"]["pool"]["up"]
+    assert brief["state"]["pool"]["gpus"] == 4 and "pool: 4 GPU(s)" in brief["text"]
+    rc, report = repo.json("report")
+    assert rc == 0
+    out = repo.root / ".autoresearch" / "report.html"
+    waves = report["waves"]
+    logged = {r["wave"] for r in repo.runs() if r.get("wave")}
+    assert [w["wave"] for w in waves] == sorted(logged)
+    for w in waves:
+        assert w["gpus"] == 4 and (w["controls"] or not w["candidates"])   # a calibration has no control
+        assert 0 <= w["idle_fraction"] < 1 and w["idle_s"] >= 0
+    assert any(w["kept"] for w in waves) and waves[1]["control_metric"] == 1.0   # wave 1 is the calibration
+    # The page draws the wave section without a script error (when Chromium is here).
+    import sys
+    sys.path.insert(0, str(SRC.parent / "tests" / "report"))
+    from report_browser import dump_dom, root_attributes
+    dom, console = dump_dom(out.as_uri(), tmp_path / "profile")
+    attrs = root_attributes(dom)
+    assert attrs["data-ready"] == "1" and attrs["data-errors"] == "[]", attrs
+    assert 'id="waves-box"' in dom and 'id="waves-box" hidden' not in dom
