@@ -265,8 +265,15 @@ def test_night_survives_api_errors_and_ends_at_the_budget(tmp_path, research_rep
     assert "night: started" in text and "2 resume(s)" in text and "ended: the iteration budget is spent" in text
     report = json.loads(autoresearch(["report", "--json", "-o", str(tmp_path / "r.html")], repo, env).stdout)
     assert report["summary"]["ledger"]["cost_per_improvement_usd"] == pytest.approx(expected / 2, abs=1e-6)
-    page = (tmp_path / "r.html").read_text()
-    assert "cost-panel" in page and "cost-curve" in page
+    # The page in real Chromium: the cost panel with the figure, the cumulative cost curve, no errors.
+    sys.path.insert(0, str(ROOT / "tests" / "report"))
+    from report_browser import dump_dom, root_attributes
+    dom, _ = dump_dom((tmp_path / "r.html").as_uri(), tmp_path / "profile")
+    panel = dom[dom.index('id="cost-panel"'):dom.index('id="current-box"')]
+    assert "hidden" not in panel[:40] and "cost per kept improvement" in panel
+    assert f"${expected / 2:.2f}" in panel and "2 resume(s)" in panel and "resumed after" in panel
+    assert "<canvas" in panel[panel.index('id="cost-curve"'):]
+    assert root_attributes(dom).get("data-errors") in (None, "[]")
     print(f"night e2e: {took:.1f} s, {len(agent)} agent requests, {answers} billed answers")
 
 
