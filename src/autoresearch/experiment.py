@@ -17,7 +17,7 @@ import signal
 import sys
 from dataclasses import dataclass, field
 
-from autoresearch import cli, decide, gitops, log, output, recovery, research, state
+from autoresearch import cli, decide, gitops, log, logcache, output, recovery, research, state
 from autoresearch.errors import Interrupted
 from autoresearch.files import write_atomic
 from autoresearch.measure import measure, run_env
@@ -79,7 +79,9 @@ def cmd_run(args):
     finally:
         _restore_signals(handlers)
         lock.release()
-    return experiment.finish(args)
+    code = experiment.finish(args)
+    logcache.refresh(repo)   # after the result is printed: the next status and hooks read the cache's view
+    return code
 
 
 def _parse_asi(text):
@@ -321,7 +323,7 @@ def outcome_lines(o, name, unit, direction):
             word = "better" if g > 0 else "worse" if g < 0 else "equal to"
             head += f" ({abs(g):.6g} {word} than the best {r.best_before:.6g})" if g else \
                 f" (equal to the best {r.best_before:.6g})"
-    if r.confidence is not None:
+    if r.confidence is not None and r.confidence > 0:
         head += f", confidence {r.confidence:.2f} sigma"
     lines = [head, f"  reason: {r.reason}"]
     if o.tail:

@@ -84,16 +84,22 @@ def read(path, warn=None):
     """
     if warn is None:
         warn = _warn_stderr
-    records = []
     try:
         with open(path, "rb") as f:
             raw = f.read()
     except FileNotFoundError:
-        return records
-    for number, line in enumerate(raw.split(b"\n"), start=1):
+        return []
+    return parse(raw, os.path.basename(path), warn)
+
+
+def parse(raw, name, warn, first_line=1):
+    """The valid records of `raw` (whole lines of the log, numbered from `first_line` for the
+    warnings); what read() does, also used by the log cache on a log's new tail."""
+    records = []
+    for number, line in enumerate(raw.split(b"\n"), start=first_line):
         if not line.strip():
             continue
-        where = f"{os.path.basename(path)}:{number}"
+        where = f"{name}:{number}"
         try:
             record = json.loads(line.decode("utf-8"), parse_constant=_reject_constant)
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
@@ -122,10 +128,6 @@ def _is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_finite(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def invalid(record):
     """Why `record` is not a valid config header or run record (None when it is, or when it is
     neither: other lines are kept for the tools that wrote them). Every reader gets the same
@@ -143,10 +145,10 @@ def invalid(record):
         return f"run {run!r} is not a whole number >= 1"
     if record.get("status") not in STATUSES:
         return f"run {run}: status {record.get('status')!r} is not one of {', '.join(STATUSES)}"
-    if record.get("metric") is not None and not _is_finite(record["metric"]):
+    if record.get("metric") is not None and not is_finite(record["metric"]):
         return f"run {run}: metric {record['metric']!r} is not a finite number"
     found = record.get("metrics")
-    if found is not None and not (isinstance(found, dict) and all(_is_finite(v) for v in found.values())):
+    if found is not None and not (isinstance(found, dict) and all(is_finite(v) for v in found.values())):
         return f"run {run}: metrics is not an object of finite numbers"
     if "segment" in record and record["segment"] is not None and not _is_int(record["segment"]):
         return f"run {run}: segment {record['segment']!r} is not a whole number"
@@ -275,6 +277,10 @@ class Config(_Record):
     checks: str = None
     checks_timeout_s: float = None
     max_iterations: int = None
+    max_hours: float = None        # budgets that stop the loop (ledger.py): wall hours since init,
+    max_gpu_hours: float = None    # hours the runs held the GPU(s),
+    max_cost: float = None         # dollars of the agent's tokens
+    prices: object = _optional("dict?")   # the ledger's price table from `init --prices`, else None
     noise_runs: int = None
     rule: dict = field(default_factory=dict)
     policies: dict = field(default_factory=dict)

@@ -8,6 +8,7 @@ is measured again (noise), and how many measurements.
 """
 
 import os
+import shlex
 from dataclasses import dataclass
 
 from autoresearch import decide, gitops, research, state
@@ -35,6 +36,14 @@ class Plan:
     scope_lines: int
 
 
+def check_budgets(repo, config, runs, session):
+    """Refuse when the time, GPU-hour or cost budget is spent (ledger.py), with the figure."""
+    from autoresearch import ledger  # noqa: PLC0415 - reads the agent's transcripts
+    spent = ledger.figures(repo, config, runs, session)[2]
+    if spent:
+        raise Refused(f"{spent}; the loop ends here (`autoresearch init` starts a new segment with a new budget)")
+
+
 def make_plan(repo, config, runs, request):
     """The plan of one `run` (what to measure, how often), or Refused with what to do."""
     session = state.read_session(repo)
@@ -45,6 +54,7 @@ def make_plan(repo, config, runs, request):
     if budget and decide.iterations_used(runs) >= budget:
         raise Refused(f"the iteration budget is spent ({decide.iterations_used(runs)} of {budget} runs in this segment); "
                           "`autoresearch init` starts a new segment with a new budget")
+    check_budgets(repo, config, runs, session)
     root = repo.root
     head = gitops.head(root)
     if head is None:
@@ -110,7 +120,36 @@ def check_fixed(repo, config, source, head):
             # The change is in a commit after `source`: restoring the file is not enough, the
             # restore must be committed too or the next run's commit would carry the change.
             raise Refused(f"fixed file {name} {what} (changed in a commit after {source[:7]}); restore it "
-                              f"with `{restore} && git commit -m 'restore {name}' -- {name}` "
-                              "(the harness must stay the same for results to compare)")
+                          f"with `{restore} && git commit -m 'restore {name}' -- {name}` "
+                          f"(the harness must stay the same for results to compare){_repair(config, name)}")
         raise Refused(f"fixed file {name} {what}; restore it with `{restore}` "
-                          "(the harness must stay the same for results to compare)")
+                      f"(the harness must stay the same for results to compare){_repair(config, name)}")
+
+
+def _repair(config, name):
+    return (f"; to repair {name} on purpose, commit the fix and start a new segment with a new baseline: "
+            f"`{reinit_command(config)}`")
+
+
+def reinit_command(config):
+    """`autoresearch init` with this segment's settings: a new segment (and baseline) for a
+    repaired harness."""
+    if config.template == "ml":
+        parts = ["autoresearch init --template ml"]
+    else:
+        parts = ["autoresearch init", "--metric", config.metric_name, "--direction", config.direction]
+        if config.metric_unit:
+            parts += ["--unit", shlex.quote(config.metric_unit)]
+        if config.command:
+            parts += ["--command", shlex.quote(config.command)]
+        if config.scope:
+            parts += ["--scope", *map(shlex.quote, config.scope)]
+        if config.fixed:
+            parts += ["--fixed", *map(shlex.quote, config.fixed)]
+    if config.checks:
+        parts += ["--checks", shlex.quote(config.checks)]
+    if config.noise_runs and config.noise_runs > 1:
+        parts += ["--noise-runs", str(config.noise_runs)]
+    if config.max_iterations:
+        parts += ["--max-iterations", str(config.max_iterations)]
+    return " ".join(parts)

@@ -15,6 +15,7 @@ Standard library only at module level; matplotlib is imported for `--png` alone.
 
 import argparse
 import base64
+import dataclasses
 import hashlib
 import json
 import math
@@ -82,7 +83,7 @@ def add_common_arguments(p):
 
 
 def check_price(price):
-    if price < 0 or not math.isfinite(price):
+    if not arlog.is_finite(price) or price < 0:
         raise cli.UsageError(f"--kwh-price must be a non-negative number, not {price}")
 
 
@@ -104,6 +105,7 @@ def cmd_report(args):
     model = build_model(root, Path(args.log), kwh_price=args.kwh_price, warn=_warn)
     details = all_details(root, model, REPORT_POINTS)
     add_energy_totals(model, details.values())
+    add_ledger(model, root, details)
     page = render_html(model, details).encode("utf-8")
     if to_stdout:
         sys.stdout.buffer.write(page)
@@ -220,30 +222,25 @@ def _segment_info(index, config, s):
 
 
 def normalise_run(record, segment):
-    """A `log.Run` as the page shows it, with safe types (the log is untrusted)."""
-    return {
-        "run": record.run,
-        "segment": segment,
-        "status": _text(record.status) or "unknown",
-        "metric": _num(record.metric),
-        "metrics": _clean(record.metrics),
-        "commit": _text(record.commit)[:40],
-        "description": _text(record.description),
-        "timestamp": _num(record.timestamp),
-        "confidence": _num(record.confidence),
-        "asi": _clean(record.asi),
-        "duration_s": _num(record.duration_s),
-        "reason": _text(record.reason),
-        "best_before": _num(record.best_before),
-        "threshold": _num(record.threshold),
-        "diagnosis": _clean(record.diagnosis) if record.diagnosis else None,
-        "run_dir": _text(record.run_dir),
-        "ref": _text(record.ref),
-        "repeat_of": _num(record.repeat_of),
-        "value": _num(record.value),
-        "wave": _num(record.extra.get("wave")),
-        "role": _text(record.extra.get("role")) or None,
-    }
+    """A `log.Run` as the page shows it: its known fields (listed by the Run dataclass alone)
+    with safe types, text for text fields, finite numbers or null, bounded objects."""
+    out = {}
+    for f in dataclasses.fields(arlog.Run):
+        if f.name in ("extra", "segment"):
+            continue
+        value = getattr(record, f.name)
+        if f.type is str:
+            out[f.name] = _text(value)
+        elif f.type in (int, float):
+            out[f.name] = _num(value)
+        else:
+            out[f.name] = _clean(value) if value is not None else None
+    out["segment"] = segment   # the segment the run sits in, whatever the record says
+    out["status"] = out["status"] or "unknown"
+    out["commit"] = out["commit"][:40]
+    out["wave"] = _num(record.extra.get("wave"))          # runs of a pool's waves
+    out["role"] = _text(record.extra.get("role")) or None
+    return out
 
 
 def _annotate(run, before, best):
@@ -344,6 +341,29 @@ def run_details(root, run, max_points, model=None, diffs=None, folder=None):
         "diagnosis": diagnosis if isinstance(diagnosis, dict) else None,
         "energy": used,
     }
+
+
+def add_ledger(model, root, details=None):
+    """The cost panel: the segment's ledger totals (the `ledger` of the status object, the one
+    summary), each run's cost and the cumulative cost curve, and the last night's log."""
+    from autoresearch import ledger, night_log, research, state  # noqa: PLC0415
+    status = model.get("status")
+    if not status or not status.get("ledger"):
+        return
+    repo = research.Repo(root)
+    _, config, runs, _ = research.load(repo, warn=lambda m: None)
+    try:
+        built = ledger.build(repo, config, runs, state.read_session(repo) or {})
+    except OSError:
+        return
+    total, curve = 0.0, []
+    for row in built.per_run:
+        total += row["cost_usd"]
+        used = ((details or {}).get(str(row["run"])) or {}).get("energy") or {}
+        curve.append({"run": row["run"], "cost": row["cost_usd"], "tokens": row["tokens"], "cumulative": total,
+                      "gpu_s": row["gpu_s"], "wall_s": row["wall_s"], "energy_kwh": used.get("kwh")})
+    model["summary"]["ledger"] = status["ledger"]
+    model["ledger"] = {"totals": status["ledger"], "perRun": curve, "night": _clean(night_log.summary(repo))}
 
 
 def add_energy_totals(model, details):
@@ -511,9 +531,7 @@ def _text(value):
 
 
 def _num(value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return value if math.isfinite(value) else None
+    return value if arlog.is_finite(value) else None
 
 
 def _nonfinite(value):

@@ -13,7 +13,9 @@ import signal
 from dataclasses import dataclass, field, replace
 
 from autoresearch import decide, log, output
+from autoresearch.measure import succeeded
 from autoresearch.files import read_text, write_atomic
+from autoresearch.plan import reinit_command
 
 TAIL_LINES = 20
 
@@ -51,8 +53,8 @@ def judge(config, runs, m, template, workdir, scope_lines=None, confirmed=False)
     record.best_before = decide.value_of(runs, best) if best else None
     record.threshold = decide.noise(runs, decide.Rules.from_config(config))["threshold"]
     v.tail, v.tail_of = tail(os.path.join(m.run_dir, log_name)), log_name
-    if status == "crash" and m.interrupted is None and not _printed(config, m):
-        v.metric_hint = metric_hint(config, m)
+    if m.interrupted is None and succeeded(m) and not _printed(config, m):
+        v.metric_hint = metric_hint(config, m)   # it exited 0 without the metric: the benchmark's fault
     if status in ("crash", "timeout"):
         _diagnose(v, config, status, workdir, m.run_dir)
     return v
@@ -106,28 +108,6 @@ def metric_hint(config, m):
         return (f"{what}. {fixed[0]} is fixed: to repair it, commit the fix and start a new segment "
                 f"(`{reinit_command(config)}`)")
     return f"{what}, or start a new segment with the metric it prints (`autoresearch init --metric NAME ...`)"
-
-
-def reinit_command(config):
-    """`autoresearch init` with this segment's settings: a new segment (and baseline) for a
-    repaired harness."""
-    parts = ["autoresearch init", "--metric", config.metric_name, "--direction", config.direction]
-    if config.metric_unit:
-        parts += ["--unit", _quote(config.metric_unit)]
-    if config.command:
-        parts += ["--command", _quote(config.command)]
-    if config.scope:
-        parts += ["--scope", *map(_quote, config.scope)]
-    if config.fixed:
-        parts += ["--fixed", *map(_quote, config.fixed)]
-    if config.checks:
-        parts += ["--checks", _quote(config.checks)]
-    return " ".join(parts)
-
-
-def _quote(text):
-    import shlex
-    return shlex.quote(text)
 
 
 def _apply(record, d):

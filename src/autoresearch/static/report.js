@@ -322,7 +322,7 @@
     }
     ctx.setLineDash([]);
     ctx.font = (10 * dpr) + 'px sans-serif'; ctx.textBaseline = 'middle';
-    var labelled = 0, xMin = u.scales.x.min, xMax = u.scales.x.max;
+    var labelEnd = [-Infinity, -Infinity], xMin = u.scales.x.min, xMax = u.scales.x.max;   // top, bottom
     runs.forEach(function (r, i) {
       var style = styleOf(r.status), visible = i + 1 >= xMin && i + 1 <= xMax;
       var x = u.valToPos(i + 1, 'x', true), d = 4 * dpr, mark;
@@ -341,10 +341,12 @@
           ctx.fillStyle = style.color; ctx.strokeStyle = '#333'; ctx.lineWidth = dpr;
           ctx.beginPath(); ctx.moveTo(x, ey + s * 5 * dpr); ctx.lineTo(x - 5 * dpr, ey - s * 4 * dpr); ctx.lineTo(x + 5 * dpr, ey - s * 4 * dpr);
           ctx.closePath(); ctx.fill(); ctx.stroke();
-          if (labelled < 60) {
-            labelled++;
-            ctx.fillStyle = '#333'; ctx.textAlign = x > right - 80 * dpr ? 'right' : 'left';
-            ctx.fillText((up ? '↑ ' : '↓ ') + fmt(r.metric), x + (ctx.textAlign === 'right' ? -8 : 8) * dpr, ey);
+          var text = (up ? '↑ ' : '↓ ') + fmt(r.metric), w = ctx.measureText(text).width;
+          var atRight = x > right - 80 * dpr, from = atRight ? x - 8 * dpr - w : x + 8 * dpr;
+          if (from > labelEnd[up ? 0 : 1]) {   // the value, unless it would overwrite the previous one
+            labelEnd[up ? 0 : 1] = from + w + 4 * dpr;
+            ctx.fillStyle = '#333'; ctx.textAlign = 'left';
+            ctx.fillText(text, from, ey);
           }
         }
       } else {
@@ -643,6 +645,43 @@
     return pre;
   }
 
+  // ------------------------------------------------------------ cost panel
+  function money(v) { return isNum(v) ? '$' + (v >= 100 ? v.toFixed(0) : v.toFixed(2)) : '–'; }
+  function renderCost(m) {
+    var box = document.getElementById('cost-panel'), led = m.ledger;
+    if (!led || !led.totals) { box.hidden = true; return; }
+    box.hidden = false;
+    var t = led.totals, a = t.agent, cards = clear(document.getElementById('cost-cards'));
+    add(cards,
+      card('agent cost', money(a.cost_usd), a.tokens.toLocaleString() + ' tokens in ' + a.messages + ' answers'),
+      card('cost per kept improvement', money(t.cost_per_improvement_usd), t.improvements + ' improvement(s)'),
+      card('tokens', a.input_tokens.toLocaleString() + ' in / ' + a.output_tokens.toLocaleString() + ' out',
+        a.cache_read_tokens.toLocaleString() + ' cache reads, ' + a.cache_write_tokens.toLocaleString() + ' cache writes'),
+      card('GPU hours', isNum(t.gpu_hours) ? t.gpu_hours.toFixed(2) : '–',
+        isNum(t.runs_per_gpu_hour) ? t.runs_per_gpu_hour.toFixed(1) + ' runs per GPU-hour' : ''));
+    var n = led.night;
+    if (n) add(cards, card('night', n.resumes + ' resume(s)', n.ended ? 'ended: ' + n.ended : 'running'));
+    var log = clear(document.getElementById('night-log'));
+    add(log, h('div', null, 'prices: ' + t.prices_source));
+    if (n) n.events.forEach(function (e) {
+      var what = e.event === 'exit' ? 'Claude Code exited (rc ' + e.rc + ', ' + e.runs + ' new run(s))' + (e.error ? ': ' + e.error : '')
+        : e.event === 'resume' ? 'resumed after ' + e.wait_s + ' s: ' + e.why
+        : e.event === 'end' ? 'night ended: ' + e.reason : 'started session ' + e.session;
+      add(log, h('div', 'night-event', when(e.timestamp) + ' · ' + what));
+    });
+    var el = document.getElementById('cost-curve');
+    if (state.costChart) { state.costChart.destroy(); state.costChart = null; }
+    if (!led.perRun.length) return;
+    var xs = led.perRun.map(function (r) { return r.run; }), ys = led.perRun.map(function (r) { return r.cumulative; });
+    state.costChart = new uPlot({
+      width: chartWidth(el), height: 220, scales: { x: { time: false } }, legend: { show: true },
+      series: [{ label: 'run' }, { label: 'cumulative cost', stroke: '#b45309', width: 2, points: { show: true, size: 5 },
+        value: function (u, v) { return money(v); } }],
+      axes: [{ label: 'run', size: 36 }, { size: 60, values: function (u, vals) { return vals.map(money); } }]
+    }, [xs, ys], el);
+    state.charts++;
+  }
+
   // ------------------------------------------------------------ live view
   function renderCurrent(cur) {
     var box = document.getElementById('current-box');
@@ -709,7 +748,7 @@
   function show(m) {
     var first = !state.model;
     state.model = m;
-    renderHeader(m); renderSummary(m); renderProgress(m); renderWaves(m); renderTable(m);
+    renderHeader(m); renderSummary(m); renderProgress(m); renderWaves(m); renderCost(m); renderTable(m);
     var linked = /^#run=(-?\d+)$/.exec(location.hash);
     if (first && linked && runByNumber(Number(linked[1]))) state.selected = Number(linked[1]);
     var keep = state.selected !== null && runByNumber(state.selected);
