@@ -182,6 +182,8 @@ class Wave:
         self.rules = decide.Rules.from_config(config)
         best = decide.incumbent(runs)
         plan = self.resumed or self._plan(best)
+        if self.resumed:   # from the start: the confirmation, if it had begun, is decided again
+            plan["runs"] = plan["runs"][:plan.get("first_runs", len(plan["runs"]))]
         self.plan = plan
         os.makedirs(self.paths.waves_dir, exist_ok=True)
         write_json_atomic(self.paths.wave(plan["wave"]), plan)
@@ -220,7 +222,8 @@ class Wave:
                                      self.request.get("description") or role, self.request.get("asi") or {},
                                      scope_hash, lines))
             return {"wave": wave_no, "status": "running", "parent": commit, "parent_run": best and best.run,
-                    "runs": planned, "candidates": [], "superseded": [], "requested": self.request}
+                    "runs": planned, "first_runs": len(planned), "candidates": [], "superseded": [],
+                    "requested": self.request}
         parent = gitops.commit_of_run(root, best.run, best.commit) or gitops.head(root)
         planned.append(_slot(number, "control", parent, best, None, f"control: run {best.run}'s code", {},
                              best.scope_hash, best.scope_lines))
@@ -240,7 +243,8 @@ class Wave:
             planned.append(_slot(number + len(planned), "candidate", commit, best, cand["id"], cand["description"],
                                  cand.get("asi") or {}, cand["scope_hash"], cand.get("scope_lines")))
         return {"wave": wave_no, "status": "running", "parent": parent, "parent_run": best.run,
-                "runs": planned, "candidates": taken, "superseded": superseded, "requested": self.request}
+                "runs": planned, "first_runs": len(planned), "candidates": taken, "superseded": superseded,
+                "requested": self.request}
 
     # --- dispatch and collect ---
 
@@ -322,6 +326,9 @@ class Wave:
                 with open(path, "wb") as f:
                     f.write(data)
         res["measurement"].run_dir = os.path.abspath(run_dir)
+        if res.get("left_behind"):
+            self.notes.append(f"run {run}: files over the size limit stayed on the node: "
+                              + ", ".join(res["left_behind"][:5]))
 
     # --- decide ---
 

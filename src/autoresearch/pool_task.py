@@ -25,6 +25,7 @@ from pathlib import Path
 from autoresearch import snapshot
 
 MAX_FILE_BYTES = 32 << 20      # a file the run wrote larger than this stays behind (noted)
+MAX_TOTAL_BYTES = 256 << 20    # and so does everything past this much in all
 RUN_STATE_SKIP = (".autoresearch/", "autoresearch.jsonl")
 
 
@@ -80,15 +81,17 @@ def _snapshot(spec, node_id, tree):
 
 
 def _collect(run_dir):
-    files, left = {}, []
+    files, left, total = {}, [], 0
     for path in sorted(Path(run_dir).rglob("*")):
-        if not path.is_file() or path.is_symlink():
+        if path.is_symlink() or not path.is_file():
             continue
         rel = path.relative_to(run_dir).as_posix()
-        if path.stat().st_size > MAX_FILE_BYTES:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES or total + size > MAX_TOTAL_BYTES:
             left.append(rel)
             continue
         files[rel] = path.read_bytes()
+        total += size
     return files, left
 
 
