@@ -89,18 +89,18 @@ def summarise(config, runs, segment=0):
     One pass over the runs (plus sorting per code), so it stays fast at 50,000 runs.
     """
     rules = decide.Rules.from_config(config)
-    keys = decide.code_keys(runs)
+    index = decide.code_index(runs)
     counts = {s: 0 for s in STATUSES}
     for r in runs:
         if r.status in counts:
             counts[r.status] += 1
-    remeasured = decide.remeasurements(runs, keys)
+    remeasured = decide.remeasurements(runs, index)
     base = decide.baseline(runs)
-    best = decide.incumbent(runs, keys)
-    base_value = decide.value_of(runs, base, keys) if base else None
-    best_value = decide.value_of(runs, best, keys) if best else None
-    stats = decide.noise(runs, rules, keys)
-    same = base is not None and keys[base.run] == keys[best.run]
+    best = decide.incumbent(runs, index)
+    base_value = decide.value_of(runs, base, index) if base else None
+    best_value = decide.value_of(runs, best, index) if best else None
+    stats = decide.noise(runs, rules, index)
+    same = base is not None and index.key(base) == index.key(best)
     change = _change(rules.direction, base_value, best_value, same) if base else None
     confidence = None
     if change is not None and not same and stats["source"] == "repeats":
@@ -112,7 +112,7 @@ def summarise(config, runs, segment=0):
         baseline=base, baseline_value=base_value, best=best, best_value=best_value, change=change,
         noise=stats, confidence=confidence, consecutive_non_keeps=current, longest_non_keeps=longest,
         max_iterations=budget, iterations_left=max(0, budget - len(runs)) if budget else None,
-        running_best=_running_best(runs, keys))
+        running_best=_running_best(runs, index.keys))
 
 
 def _change(direction, base_value, best_value, same_code):
