@@ -24,6 +24,7 @@ DEFAULT_CHECKS_TIMEOUT = 300.0
 EXAMPLES = """examples:
   autoresearch init --metric seconds --unit s --command "bash bench.sh" --scope src/ --fixed bench.sh
   autoresearch init --template ml --max-iterations 100
+  autoresearch init --template ml --max-hours 8 --max-cost 25 --max-gpu-hours 8
   autoresearch init --metric loss --command "python train.py" --scope train.py --noise-runs 3 --confirm-borderline
 """
 
@@ -47,6 +48,14 @@ def add_parsers(sub):
     p.add_argument("--checks-timeout", type=_positive, metavar="S", default=DEFAULT_CHECKS_TIMEOUT,
                    help="seconds the checks command may take (default %(default)s)")
     p.add_argument("--max-iterations", type=cli.positive_int, metavar="N", help="stop after N runs in this segment")
+    p.add_argument("--max-hours", type=_positive, metavar="H", help="stop H hours after init (wall clock)")
+    p.add_argument("--max-gpu-hours", type=_positive, metavar="G",
+                   help="stop when the runs have held the GPU(s) for G hours")
+    p.add_argument("--max-cost", type=_positive, metavar="USD",
+                   help="stop when the agent's tokens have cost USD dollars (read from its transcripts)")
+    p.add_argument("--prices", metavar="FILE",
+                   help="JSON price table for the ledger, USD per million tokens by model-id prefix "
+                        "(default: Anthropic's list prices, see references/overnight.md)")
     p.add_argument("--template", choices=["ml"], help="copy the LLM pretraining template and use its defaults")
     p.add_argument("--noise-runs", type=cli.positive_int, metavar="K", default=1,
                    help="run the baseline K times to measure noise (default 1: no measurement)")
@@ -113,6 +122,7 @@ def cmd_init(args):
 
 def _init_in(repo, args):
     settings = _settings(args, repo)
+    settings["prices"] = _prices(args.prices)
     lock = state.Lock(repo.lock)
     if not lock.acquire(wait_s=2.0):
         current = state.read_current(repo) or {}
@@ -181,6 +191,19 @@ def _settings(args, repo):
         "timeout": args.timeout or d.get("timeout", DEFAULT_TIMEOUT),
         "implausible_gain": implausible or None,
     }
+
+
+def _prices(path):
+    """The --prices table, checked whole before anything is written."""
+    if path is None:
+        return None
+    from autoresearch import ledger  # noqa: PLC0415 - only init with --prices needs it
+    try:
+        return {prefix: list(row) for prefix, row in ledger.load_prices(path).items()}
+    except OSError as exc:
+        raise cli.UsageError(f"--prices {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise cli.UsageError(f"--prices {path}: {exc}") from None
 
 
 def _exists(repo, name):
@@ -274,6 +297,10 @@ def _header(repo, args, s, segment):
         checks=args.checks,
         checks_timeout_s=args.checks_timeout,
         max_iterations=args.max_iterations,
+        max_hours=args.max_hours,
+        max_gpu_hours=args.max_gpu_hours,
+        max_cost=args.max_cost,
+        prices=s["prices"],
         noise_runs=args.noise_runs,
         rule={"min_delta": args.min_delta, "z": args.noise_z, "implausible_gain": s["implausible_gain"]},
         policies={"confirm": confirm, "simplicity": bool(args.simplicity)},
@@ -296,6 +323,12 @@ def _summary(h, copied, committed, segment):
         lines.append(f"  copied the template: {' '.join(copied)}")
     if committed:
         lines.append(f"  committed {committed[:7]}")
+    limits = [f"{h.max_iterations} runs" if h.max_iterations else None,
+              f"{h.max_hours:g} h" if h.max_hours else None,
+              f"{h.max_gpu_hours:g} GPU-hours" if h.max_gpu_hours else None,
+              f"${h.max_cost:.2f} of agent tokens" if h.max_cost else None]
+    if any(limits):
+        lines.append(f"  budget: {', '.join(x for x in limits if x)} (the loop stops at the first spent)")
     if h.noise_runs > 1:
         lines.append(f"  the baseline will run {h.noise_runs} times to measure noise")
     else:

@@ -283,6 +283,10 @@ class Config(_Record):
     checks: str = None
     checks_timeout_s: float = None
     max_iterations: int = None
+    max_hours: float = None        # budgets that stop the loop (ledger.py): wall hours since init,
+    max_gpu_hours: float = None    # hours the runs held the GPU(s),
+    max_cost: float = None         # dollars of the agent's tokens
+    prices: object = _optional("dict?")   # the ledger's price table from `init --prices`, else None
     noise_runs: int = None
     rule: dict = field(default_factory=dict)
     policies: dict = field(default_factory=dict)

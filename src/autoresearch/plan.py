@@ -36,6 +36,14 @@ class Plan:
     scope_lines: int
 
 
+def check_budgets(repo, config, runs, session):
+    """Refuse when the time, GPU-hour or cost budget is spent (ledger.py), with the figure."""
+    from autoresearch import ledger  # noqa: PLC0415 - reads the agent's transcripts
+    spent = ledger.figures(repo, config, runs, session)[2]
+    if spent:
+        raise Refused(f"{spent}; the loop ends here (`autoresearch init` starts a new segment with a new budget)")
+
+
 def make_plan(repo, config, runs, request):
     """The plan of one `run` (what to measure, how often), or Refused with what to do."""
     session = state.read_session(repo)
@@ -46,6 +54,7 @@ def make_plan(repo, config, runs, request):
     if budget and len(runs) >= budget:
         raise Refused(f"the iteration budget is spent ({len(runs)} of {budget} runs in this segment); "
                           "`autoresearch init` starts a new segment with a new budget")
+    check_budgets(repo, config, runs, session)
     root = repo.root
     head = gitops.head(root)
     if head is None:

@@ -105,6 +105,7 @@ def cmd_report(args):
     model = build_model(root, Path(args.log), kwh_price=args.kwh_price, warn=_warn)
     details = all_details(root, model, REPORT_POINTS)
     add_energy_totals(model, details.values())
+    add_ledger(model, root)
     page = render_html(model, details).encode("utf-8")
     if to_stdout:
         sys.stdout.buffer.write(page)
@@ -337,6 +338,28 @@ def run_details(root, run, max_points, model=None, diffs=None, folder=None):
         "diagnosis": diagnosis if isinstance(diagnosis, dict) else None,
         "energy": used,
     }
+
+
+def add_ledger(model, root):
+    """The cost panel: the segment's ledger totals (the `ledger` of the status object, the one
+    summary), each run's cost and the cumulative cost curve, and the last night's log."""
+    from autoresearch import ledger, night_log, research, state  # noqa: PLC0415
+    status = model.get("status")
+    if not status or not status.get("ledger"):
+        return
+    repo = research.Repo(root)
+    _, config, runs, _ = research.load(repo, warn=lambda m: None)
+    try:
+        built = ledger.build(repo, config, runs, state.read_session(repo) or {})
+    except OSError:
+        return
+    total, curve = 0.0, []
+    for row in built.per_run:
+        total += row["cost_usd"]
+        curve.append({"run": row["run"], "cost": row["cost_usd"], "tokens": row["tokens"], "cumulative": total,
+                      "gpu_s": row["gpu_s"]})
+    model["summary"]["ledger"] = status["ledger"]
+    model["ledger"] = {"totals": status["ledger"], "perRun": curve, "night": _clean(night_log.summary(repo))}
 
 
 def add_energy_totals(model, details):

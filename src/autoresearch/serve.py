@@ -108,6 +108,7 @@ class LiveState:
                 energies = [{"energy": report.energy(report.read_steps(
                     report.run_dir(self.root, r), 60), self.kwh_price)} for r in model["runs"]]
                 report.add_energy_totals(model, energies)
+                report.add_ledger(model, self.root)
                 self.model, self.version = model, sig
             return self.model, self.version
 

@@ -13,7 +13,7 @@ import bisect
 import os
 from dataclasses import dataclass
 
-from autoresearch import cli, decide, log, output, recovery, research, state
+from autoresearch import cli, decide, ledger, log, night_log, output, recovery, research, state
 
 STATUSES = log.STATUSES
 LAST_RUNS = 5
@@ -168,6 +168,8 @@ def status_object(repo, night, warn=None):
     s = summarise(config, runs, seg.index if seg else 0)
     session = state.read_session(repo) or {}
     c = config or log.Config()
+    costs, budgets, spent = ledger.figures(repo, config, runs, session,
+                                           improvements=max(0, s.counts.get("keep", 0) - 1))
     return {
         "segment": s.segment,
         "name": c.name or None,
@@ -200,6 +202,10 @@ def status_object(repo, night, warn=None):
         "fixed": sorted(c.fixed),
         "command": c.command,
         "policies": c.policies,
+        "ledger": costs.to_dict(),
+        "budgets": budgets.to_dict(),
+        "budget_spent": spent,
+        "night": night_log.summary(repo),
     }
 
 
@@ -314,6 +320,11 @@ def status_text(s):
     left = "unlimited" if s["iterations_left"] is None else f"{s['iterations_left']} of {s['max_iterations']}"
     lines.append(f"consecutive non-keeps: {s['consecutive_non_keeps']} (longest {s['longest_non_keeps']}); "
                  f"iterations left: {left}")
+    if s.get("ledger"):
+        lines.extend(ledger.text(s["ledger"]))
+    if s.get("budget_spent"):
+        lines.append(f"budget: {s['budget_spent']}; the loop ends here")
+    lines.extend(night_log.text(s.get("night")))
     lines.append(f"session: {'active' if s['active'] else 'stopped'}"
                  + (f" (owner {s['owner_session']})" if s["owner_session"] else ""))
     if s["running"]:
@@ -355,6 +366,8 @@ def brief_text(s):
     left = "unlimited" if s["iterations_left"] is None else str(s["iterations_left"])
     lines.append(f"Consecutive non-keeps: {s['consecutive_non_keeps']}. Iterations left: {left}."
                  + ("" if s["active"] else " Session STOPPED (`autoresearch resume` to continue)."))
+    if s.get("budget_spent"):
+        lines.append(f"Budget: {s['budget_spent']}; the loop is over.")
     lines.append(f"Rules: edit only {scope}; never edit {fixed}. The engine commits, decides keep/discard "
                  "and resets git; don't commit or reset yourself.")
     lines.append(f"Next: edit {scope}, then run: {next_command()}")

@@ -607,6 +607,43 @@
     return pre;
   }
 
+  // ------------------------------------------------------------ cost panel
+  function money(v) { return isNum(v) ? '$' + (v >= 100 ? v.toFixed(0) : v.toFixed(2)) : '–'; }
+  function renderCost(m) {
+    var box = document.getElementById('cost-panel'), led = m.ledger;
+    if (!led || !led.totals) { box.hidden = true; return; }
+    box.hidden = false;
+    var t = led.totals, a = t.agent, cards = clear(document.getElementById('cost-cards'));
+    add(cards,
+      card('agent cost', money(a.cost_usd), a.tokens.toLocaleString() + ' tokens in ' + a.messages + ' answers'),
+      card('cost per kept improvement', money(t.cost_per_improvement_usd), t.improvements + ' improvement(s)'),
+      card('tokens', a.input_tokens.toLocaleString() + ' in / ' + a.output_tokens.toLocaleString() + ' out',
+        a.cache_read_tokens.toLocaleString() + ' cache reads, ' + a.cache_write_tokens.toLocaleString() + ' cache writes'),
+      card('GPU hours', isNum(t.gpu_hours) ? t.gpu_hours.toFixed(2) : '–',
+        isNum(t.runs_per_gpu_hour) ? t.runs_per_gpu_hour.toFixed(1) + ' runs per GPU-hour' : ''));
+    var n = led.night;
+    if (n) add(cards, card('night', n.resumes + ' resume(s)', n.ended ? 'ended: ' + n.ended : 'running'));
+    var log = clear(document.getElementById('night-log'));
+    add(log, h('div', null, 'prices: ' + t.prices_source));
+    if (n) n.events.forEach(function (e) {
+      var what = e.event === 'exit' ? 'Claude Code exited (rc ' + e.rc + ', ' + e.runs + ' new run(s))' + (e.error ? ': ' + e.error : '')
+        : e.event === 'resume' ? 'resumed after ' + e.wait_s + ' s: ' + e.why
+        : e.event === 'end' ? 'night ended: ' + e.reason : 'started session ' + e.session;
+      add(log, h('div', 'night-event', when(e.timestamp) + ' · ' + what));
+    });
+    var el = document.getElementById('cost-curve');
+    if (state.costChart) { state.costChart.destroy(); state.costChart = null; }
+    if (!led.perRun.length) return;
+    var xs = led.perRun.map(function (r) { return r.run; }), ys = led.perRun.map(function (r) { return r.cumulative; });
+    state.costChart = new uPlot({
+      width: chartWidth(el), height: 220, scales: { x: { time: false } }, legend: { show: true },
+      series: [{ label: 'run' }, { label: 'cumulative cost', stroke: '#b45309', width: 2, points: { show: true, size: 5 },
+        value: function (u, v) { return money(v); } }],
+      axes: [{ label: 'run', size: 36 }, { size: 60, values: function (u, vals) { return vals.map(money); } }]
+    }, [xs, ys], el);
+    state.charts++;
+  }
+
   // ------------------------------------------------------------ live view
   function renderCurrent(cur) {
     var box = document.getElementById('current-box');
@@ -673,7 +710,7 @@
   function show(m) {
     var first = !state.model;
     state.model = m;
-    renderHeader(m); renderSummary(m); renderProgress(m); renderTable(m);
+    renderHeader(m); renderSummary(m); renderProgress(m); renderCost(m); renderTable(m);
     var linked = /^#run=(-?\d+)$/.exec(location.hash);
     if (first && linked && runByNumber(Number(linked[1]))) state.selected = Number(linked[1]);
     var keep = state.selected !== null && runByNumber(state.selected);
