@@ -161,8 +161,13 @@ def noise(runs, rules, index=None):
     min_delta.
     """
     index = index or code_index(runs)
+    return noise_of(index.groups.values(), rules)
+
+
+def noise_of(groups, rules):
+    """decide.noise() from each code's measurements (`groups`: lists of metrics)."""
     deviations = []
-    for values in index.groups.values():
+    for values in groups:
         if len(values) >= 2:
             centre = median(values)
             deviations.extend(abs(v - centre) for v in values)

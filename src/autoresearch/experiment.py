@@ -17,7 +17,7 @@ import signal
 import sys
 from dataclasses import dataclass, field
 
-from autoresearch import cli, decide, gitops, log, output, recovery, research, state
+from autoresearch import cli, decide, gitops, log, logcache, output, recovery, research, state
 from autoresearch.errors import Interrupted
 from autoresearch.files import write_atomic
 from autoresearch.measure import measure, run_env
@@ -75,7 +75,9 @@ def cmd_run(args):
     finally:
         _restore_signals(handlers)
         lock.release()
-    return experiment.finish(args)
+    code = experiment.finish(args)
+    logcache.refresh(repo)   # after the result is printed: the next status and hooks read the cache's view
+    return code
 
 
 def _parse_asi(text):

@@ -84,16 +84,22 @@ def read(path, warn=None):
     """
     if warn is None:
         warn = _warn_stderr
-    records = []
     try:
         with open(path, "rb") as f:
             raw = f.read()
     except FileNotFoundError:
-        return records
-    for number, line in enumerate(raw.split(b"\n"), start=1):
+        return []
+    return parse(raw, os.path.basename(path), warn)
+
+
+def parse(raw, name, warn, first_line=1):
+    """The valid records of `raw` (whole lines of the log, numbered from `first_line` for the
+    warnings); what read() does, also used by the log cache on a log's new tail."""
+    records = []
+    for number, line in enumerate(raw.split(b"\n"), start=first_line):
         if not line.strip():
             continue
-        where = f"{os.path.basename(path)}:{number}"
+        where = f"{name}:{number}"
         try:
             record = json.loads(line.decode("utf-8"), parse_constant=_reject_constant)
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
