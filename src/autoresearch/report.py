@@ -110,7 +110,7 @@ def cmd_report(args):
     model, night = build_model(root, Path(args.log), kwh_price=args.kwh_price, warn=_warn, with_log=True)
     details = all_details(root, model, REPORT_POINTS)
     add_energy_totals(model, details.values())
-    add_ledger(model, root, night)
+    add_ledger(model, root, details, night)
     page = render_html(model, details).encode("utf-8")
     if to_stdout:
         sys.stdout.buffer.write(page)
@@ -380,7 +380,7 @@ def run_details(root, run, max_points, model=None, diffs=None, folder=None):
     }
 
 
-def add_ledger(model, root, night=None):
+def add_ledger(model, root, details=None, night=None):
     """The cost panel: the segment's ledger totals (the `ledger` of the status object, the one
     summary), each run's cost and the cumulative cost curve, and the last night's log."""
     from autoresearch import ledger, night_log, research, state  # noqa: PLC0415
@@ -399,8 +399,9 @@ def add_ledger(model, root, night=None):
     total, curve = 0.0, []
     for row in built.per_run:
         total += row["cost_usd"]
+        used = ((details or {}).get(str(row["run"])) or {}).get("energy") or {}
         curve.append({"run": row["run"], "cost": row["cost_usd"], "tokens": row["tokens"], "cumulative": total,
-                      "gpu_s": row["gpu_s"]})
+                      "gpu_s": row["gpu_s"], "wall_s": row["wall_s"], "energy_kwh": used.get("kwh")})
     model["summary"]["ledger"] = status["ledger"]
     model["ledger"] = {"totals": status["ledger"], "perRun": curve, "night": _clean(night_log.summary(repo))}
 

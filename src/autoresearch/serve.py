@@ -109,7 +109,7 @@ class LiveState:
                 model["live"] = True
                 energies = [{"energy": self._energy(r)} for r in report.detail_runs(model)]
                 report.add_energy_totals(model, energies)
-                report.add_ledger(model, self.root, night)
+                report.add_ledger(model, self.root, night=night)
                 self.model, self.version = model, sig
             return self.model, self.version
 

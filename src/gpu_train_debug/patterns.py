@@ -150,6 +150,11 @@ SIGNATURES = [
         r"Expected all tensors to be on the same device|Input type \([^)]*\) and weight type \([^)]*\) should be the same"
         r"|expected (?:scalar type|mat1 and mat2 to have the same dtype)|found dtype \w+ but expected \w+", _I),
      ('expected all tensors', 'should be the same', 'expected scalar type', 'same dtype', 'but expected')),
+    ("AUTOGRAD_ERROR", "CONFIG_INVALID", re.compile(
+        r"modified by an inplace operation|Trying to backward through the graph a second time"
+        r"|element 0 of tensors does not require grad and does not have a grad_fn"
+        r"|a leaf Variable that requires grad is being used in an in-place operation", _I),
+     ('inplace operation', 'backward through the graph', 'does not require grad', 'in-place operation')),
     ("DEVICE_ASSERT", "CONFIG_INVALID", re.compile(
         r"device-side assert triggered|Assertion `[^`]*(?:srcIndex < srcSelectDimSize|t >= 0 && t < n_classes|index out of bounds)"),
      ('device-side assert', 'srcindex', 'n_classes', 'index out of bounds')),
@@ -181,6 +186,11 @@ SIGNATURES = [
         r"|The client socket has timed out after|Connection reset by peer[^\n]*(?:TCPStore|c10d)|\bc10d\b[^\n]*(?:failed|timed out)"),
      ('mpi support is disabled', 'process group has not been initialized', 'distnetworkerror',
       'client socket has timed out', 'c10d', 'address already in use', 'server socket has failed')),
+    # DDP found parameters that got no gradient (a layer unused in forward, or a branch skipped).
+    ("DDP_UNUSED_PARAMETERS", "DISTRIBUTED", re.compile(
+        r"Expected to have finished reduction in the prior iteration|parameters that were not used in producing loss"
+        r"|Parameter indices which did not receive grad for rank", _I),
+     ('finished reduction', 'not used in producing loss', 'did not receive grad')),
     ("FP16_LOSS_SCALE_OVERFLOW", "NAN_LOSS", re.compile(
         r"Overflow detected\. Skipping step|Gradient overflow\.\s+Skipping step|Minimum loss scale reached"
         r"|OVERFLOW! Rank \d+ Skipping step|Current loss scale already at minimum"),
