@@ -286,7 +286,7 @@
     }
     ctx.setLineDash([]);
     ctx.font = (10 * dpr) + 'px sans-serif'; ctx.textBaseline = 'middle';
-    var labelled = 0, xMin = u.scales.x.min, xMax = u.scales.x.max;
+    var labelEnd = [-Infinity, -Infinity], xMin = u.scales.x.min, xMax = u.scales.x.max;   // top, bottom
     runs.forEach(function (r, i) {
       var style = styleOf(r.status), visible = i + 1 >= xMin && i + 1 <= xMax;
       var x = u.valToPos(i + 1, 'x', true), d = 4 * dpr, mark;
@@ -305,10 +305,12 @@
           ctx.fillStyle = style.color; ctx.strokeStyle = '#333'; ctx.lineWidth = dpr;
           ctx.beginPath(); ctx.moveTo(x, ey + s * 5 * dpr); ctx.lineTo(x - 5 * dpr, ey - s * 4 * dpr); ctx.lineTo(x + 5 * dpr, ey - s * 4 * dpr);
           ctx.closePath(); ctx.fill(); ctx.stroke();
-          if (labelled < 60) {
-            labelled++;
-            ctx.fillStyle = '#333'; ctx.textAlign = x > right - 80 * dpr ? 'right' : 'left';
-            ctx.fillText((up ? '↑ ' : '↓ ') + fmt(r.metric), x + (ctx.textAlign === 'right' ? -8 : 8) * dpr, ey);
+          var text = (up ? '↑ ' : '↓ ') + fmt(r.metric), w = ctx.measureText(text).width;
+          var atRight = x > right - 80 * dpr, from = atRight ? x - 8 * dpr - w : x + 8 * dpr;
+          if (from > labelEnd[up ? 0 : 1]) {   // the value, unless it would overwrite the previous one
+            labelEnd[up ? 0 : 1] = from + w + 4 * dpr;
+            ctx.fillStyle = '#333'; ctx.textAlign = 'left';
+            ctx.fillText(text, from, ey);
           }
         }
       } else {
