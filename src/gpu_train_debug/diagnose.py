@@ -194,6 +194,7 @@ class _Diagnosis:
             "DEVICE_MISMATCH": self._device_mismatch,
             "DEVICE_ASSERT": self._device_assert,
             "AUTOGRAD_ERROR": self._autograd,
+            "HALF_ON_CPU": self._half_on_cpu,
             "DDP_UNUSED_PARAMETERS": self._ddp_unused,
             "CHECKPOINT_MISMATCH": self._checkpoint_mismatch,
             "SHM_EXHAUSTED": self._shm,
@@ -535,6 +536,11 @@ class _Diagnosis:
             "Two tensors of one operation live on different devices or dtypes (" + match.group(0)[:90] + "): "
             "a tensor created in the code was not moved with `.to(device)` (or cast). Move it where the model "
             "is, or revert the edit.")
+
+    def _half_on_cpu(self, match):
+        return "DTYPE_UNSUPPORTED", ["HALF_ON_CPU"], self._set("DTYPE", "float32"), (
+            "A CPU kernel has no half-precision version (" + match.group(0)[:80] + "): the model runs in "
+            "fp16/bf16 on the CPU. Use float32 on the CPU (DTYPE=\"float32\"), or run on the GPU.")
 
     def _autograd(self, match):
         return "CONFIG_INVALID", ["AUTOGRAD_ERROR"], {}, (
