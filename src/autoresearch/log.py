@@ -89,6 +89,12 @@ def read(path, warn=None):
             raw = f.read()
     except FileNotFoundError:
         return []
+    return verified(raw, path, warn)
+
+
+def verified(raw, path, warn):
+    """The records of `raw` (the whole log at `path`) that count; what read() returns (the log
+    cache reads the whole log through here too)."""
     return parse(raw, os.path.basename(path), warn)
 
 
