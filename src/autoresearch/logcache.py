@@ -26,6 +26,7 @@ import os
 from dataclasses import dataclass, field
 
 from autoresearch import log, summary
+from autoresearch.files import write_atomic
 
 VERSION = 1
 CACHE = os.path.join(".autoresearch", "cache", "log-state.json")   # the tally, to add new lines to
@@ -296,11 +297,7 @@ def _secret(repo):
     try:
         os.makedirs(folder, exist_ok=True)
         key = os.urandom(32)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(key)
-        os.replace(tmp, path)
+        write_atomic(path, key, mode=0o600)
         return key
     except OSError:
         return None
@@ -458,17 +455,11 @@ def _ends_at(repo, offset, last_hash, exact):
 def _write(path, key, data):
     payload = json.dumps(data, separators=(",", ":"), allow_nan=False).encode()
     mac = hmac.new(key, payload, hashlib.sha256).hexdigest().encode()
-    tmp = f"{path}.{os.getpid()}.tmp"
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(tmp, "wb") as f:
-            f.write(mac + b"\n" + payload)
-        os.replace(tmp, path)
+        write_atomic(path, mac + b"\n" + payload, durable=False)
     except (OSError, ValueError):
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        pass
 
 
 def _read(path, key):
