@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the browser and plugin tests drive for real:
 #   - Debian's chromium (headless) for the report tests,
-#   - the Claude Code CLI, pinned, into .tools/ for the plugin tests.
+#   - the Claude Code CLI, pinned, into .tools/ for the plugin tests,
+#   - tmux, which `autoresearch night` starts itself in (tests/plugin/test_plugin_night.py).
 # Tests that need them skip when they are missing, unless AUTORESEARCH_REQUIRE_ALL=1 (CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,9 +17,18 @@ if ! command -v chromium >/dev/null 2>&1; then
   fi
 fi
 
+if ! command -v tmux >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null
+  else
+    echo "install-test-tools: tmux is missing; install it with your package manager (Debian: apt-get install tmux)" >&2
+  fi
+fi
+
 if [ ! -x .tools/node_modules/.bin/claude ] || \
    [ "$(.tools/node_modules/.bin/claude --version 2>/dev/null | cut -d' ' -f1)" != "$CLAUDE_CODE_VERSION" ]; then
   mkdir -p .tools
   npm install --silent --no-audit --no-fund --prefix .tools "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" >/dev/null
 fi
-echo "install-test-tools: chromium $(chromium --version 2>/dev/null | awk '{print $2}'), claude $(.tools/node_modules/.bin/claude --version 2>/dev/null)"
+echo "install-test-tools: chromium $(chromium --version 2>/dev/null | awk '{print $2}'), claude $(.tools/node_modules/.bin/claude --version 2>/dev/null), $(tmux -V 2>/dev/null)"

@@ -58,6 +58,10 @@ def cmd_run(args):
         raise cli.UsageError("--repeat needs --baseline (it measures the same code K times)")
     request = Request(description, asi, baseline=args.baseline, repeat=args.repeat, force=args.force)
     repo = research.find()
+    if os.path.exists(os.path.join(repo.state, "pool", "pool.json")):
+        from autoresearch import pool   # a pool is up: the run is a wave of one, run by the pool
+        if pool.is_up(repo):
+            return pool.run_through_pool(args, repo)
     lock = state.Lock(repo.lock)
     if not lock.acquire(wait_s=2.0):
         current = state.read_current(repo) or {}
@@ -255,7 +259,7 @@ class Experiment:
 
     def _budget_left(self):
         budget = self.config.max_iterations
-        return budget - len(self.runs) if budget else 1 << 30
+        return budget - decide.iterations_used(self.runs) if budget else 1 << 30
 
     def _settle_confirmed(self, first_verdict, second_verdict):
         """A borderline win and its re-run: one decision on both, at most one keep.

@@ -1,4 +1,4 @@
-"""METRIC lines (DESIGN 4.1): how a benchmark reports numbers to the engine.
+"""METRIC lines: how a benchmark reports numbers to the engine.
 
 A line `METRIC name=value` anywhere in the output reports one metric. The name matches
 `[A-Za-z_][A-Za-z0-9_.]*`; the value must be a finite decimal number (`1`, `-0.5`, `3e-4`,
