@@ -215,7 +215,12 @@ _ATTENTION = {"backend": "sdpa", "fa3": None}
 
 
 def setup(windowed, attention="auto", dtype="auto", compile="auto", for_eval=False):
-    """Choose and configure the machine for this process; attention() then uses its backend."""
+    """Choose and configure the machine for this process; attention() then uses its backend.
+    In the training process, first the evaluator's check of train.py, so a refusal comes in seconds."""
+    main_file = getattr(sys.modules.get("__main__"), "__file__", None) or ""
+    if not for_eval and os.path.basename(main_file) == "train.py":
+        with open(main_file, encoding="utf-8") as f:
+            check_train_py(f.read())
     device = pick_device()
     capability = torch.cuda.get_device_capability(device) if device.type == "cuda" else None
     kind, name, _ = prepare.accelerator()
