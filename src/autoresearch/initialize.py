@@ -171,7 +171,8 @@ def _settings(args, repo):
         # The harness files of the convention are fixed when present and not in the scope.
         # (harness.py is part of the ML template's harness where the copy has it.)
         if d:
-            fixed = [f for f in d["fixed"] if f != "harness.py" or _exists(repo, f)]
+            fixed = [f for f in d["fixed"] if f != "harness.py" or _exists(repo, f)
+                     or (research.project_home() / "assets" / f).is_file()]
         else:
             fixed = [f for f in ("prepare.py", "autoresearch.sh") if _exists(repo, f)
                      and not research.in_scope(f, [_norm(repo, p) for p in scope])]
