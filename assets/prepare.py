@@ -738,6 +738,26 @@ def fit_baseline(train_py, tier):
     return label
 
 
+def commit_baseline(train_py, label):
+    """Commit the rewritten train.py when it is tracked in a git repo: the engine resets train.py to
+    the last commit after a crash, and a crashed first baseline must not drop the fitted tier."""
+    import subprocess
+    folder = str(Path(train_py).resolve().parent)
+
+    def git(*args):
+        return subprocess.run(["git", "-C", folder, *args], capture_output=True, text=True)
+    try:
+        if git("ls-files", "--error-unmatch", "--", Path(train_py).name).returncode:
+            return
+        if not git("diff", "--quiet", "--", Path(train_py).name).returncode:
+            return   # nothing changed
+        done = git("commit", "-q", "-m", f"prepare.py --fit-baseline: tier {label}", "--", Path(train_py).name)
+    except OSError:
+        return
+    if done.returncode == 0:
+        print(f"Baseline: committed train.py (a crashed first run keeps the {label} tier)")
+
+
 # ---------------------------------------------------------------------------
 # Main
 # ---------------------------------------------------------------------------
@@ -848,7 +868,9 @@ def main(argv=None):
                     raise PrepareError(f"--fit-baseline {choice}: unknown tier; use auto or one of "
                                        + ", ".join(str(t[0]) for t in BASELINE_TIERS))
                 tier = matches[0]
-            print(f"Baseline: tier {fit_baseline(args.train_py, tier)} written into {args.train_py}")
+            label = fit_baseline(args.train_py, tier)
+            print(f"Baseline: tier {label} written into {args.train_py}")
+            commit_baseline(args.train_py, label)
     except PrepareError as e:
         print(f"prepare.py: {e}", file=sys.stderr)
         return 1

@@ -60,8 +60,9 @@ def test_uv_sync_prepare_baseline_and_one_experiment(tmp_path):
     sh(uv, "sync")
     torch_line = sh(uv, "run", "python", "-c", "import torch; print(torch.__version__, torch.version.cuda)").stdout
     assert torch_line.split() == [f"{version}+cpu", "None"]
-    sh(uv, "run", "prepare.py", "--source", "synthetic", "--profile", "smoke", "--fit-baseline", "smoke")
-    sh("git", "commit", "-qam", "fit the baseline to the smoke tier")
+    fitted = sh(uv, "run", "prepare.py", "--source", "synthetic", "--profile", "smoke", "--fit-baseline", "smoke")
+    # the fitted tier is committed, so a crashed first baseline cannot reset it away
+    assert "committed train.py" in fitted.stdout and sh("git", "status", "--porcelain", "train.py").stdout == ""
 
     done = run_cli(["run", "--baseline", "-q", "-m", "baseline", "--json"], cwd=lab, env=env, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
