@@ -104,13 +104,14 @@ def state_and_brief(repo):
     Raises LetThrough when the engine cannot say: a hook never decides on a guess.
     """
     rc, out, err = engine(repo, "brief", "--json")
-    if rc != 0:
-        raise LetThrough(f"`autoresearch brief` exited {rc} in {repo} ({err.strip()[-300:]}); "
-                         "letting this through")
     try:
         reply = json.loads(out)
     except json.JSONDecodeError:
         reply = None
+    if rc != 0:   # under --json the reason is the object's message (stderr stays empty)
+        why = reply.get("message") if isinstance(reply, dict) else None
+        raise LetThrough(f"`autoresearch brief` exited {rc} in {repo} ({(why or err).strip()[-300:]}); "
+                         "letting this through")
     state = reply.get("state") if isinstance(reply, dict) else None
     if not isinstance(state, dict):
         raise LetThrough(f"`autoresearch brief --json` gave no state in {repo}; letting this through")

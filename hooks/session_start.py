@@ -25,6 +25,10 @@ def context(brief_text, state, session_id):
         head = ("autoresearch: the research session here has spent its iteration budget; the loop is over. "
                 "Report the results (`autoresearch status`, `autoresearch report -o report.html`) instead of "
                 "running more experiments.")
+    elif state.get("budget_spent"):
+        head = (f"autoresearch: the research session here is over: {state['budget_spent']}. Report the results "
+                "(`autoresearch status`, `autoresearch report -o report.html`) instead of running more "
+                "experiments.")
     elif owner and owner == session_id:
         left = state.get("iterations_left")
         budget = "no iteration limit" if left is None else f"{left} iteration(s) left"

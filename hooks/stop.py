@@ -89,6 +89,16 @@ def waiting_reason(brief_text, running):
     ]).strip()
 
 
+def register_transcript(repo, session_id, data):
+    """Tell the ledger where the owner's transcript is (it sums the usage recorded there)."""
+    transcript = hooklib.text_field(data, "transcript_path")
+    try:
+        from autoresearch import ledger, research  # noqa: PLC0415 - on sys.path after hooklib.engine
+        ledger.register(research.Repo(repo), session_id, transcript)
+    except (ImportError, OSError) as exc:
+        hooklib.note(f"could not register the transcript for the ledger ({exc!r})")
+
+
 def handle(data):
     session_id = hooklib.text_field(data, "session_id")
     repo = hooklib.repo_for_session(data)
@@ -105,9 +115,13 @@ def handle(data):
         raise hooklib.LetThrough(
             f"this session ({session_id}) does not own the research session in {repo} (owner {owner}); "
             "run `autoresearch resume` in this session to take it over")
+    register_transcript(repo, session_id, data)
     left = state.get("iterations_left")
     if isinstance(left, int) and left <= 0:
         hooklib.answer({"systemMessage": f"autoresearch: iteration budget spent in {repo}; the loop ends here."})
+        return
+    if state.get("budget_spent"):
+        hooklib.answer({"systemMessage": f"autoresearch: {state['budget_spent']} in {repo}; the loop ends here."})
         return
 
     running = state.get("running")

@@ -1,6 +1,6 @@
 """The `autoresearch` command line: one argparse tree, each command in the module named for it.
 
-Exit codes (DESIGN 4.3): 0 done, 2 usage error, 3 refused (nothing run, nothing recorded).
+Exit codes: 0 done, 2 usage error, 3 refused (nothing run, nothing recorded).
 `--json` makes stdout exactly one JSON object; human text goes to stderr.
 
 Each module listed in COMMAND_MODULES exposes `add_parsers(subparsers)`, which adds its
@@ -16,7 +16,8 @@ import json
 import os
 import sys
 
-from autoresearch import __version__
+from autoresearch import __version__, output
+from autoresearch.errors import Failed, Refused, UsageError  # noqa: F401 (cli.Refused is how commands refuse)
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -27,7 +28,9 @@ COMMAND_MODULES = [
     "autoresearch.initialize",
     "autoresearch.experiment",
     "autoresearch.summary",
+    "autoresearch.export",
     "autoresearch.session",
+    "autoresearch.night",
     "autoresearch.diagnosis",
     "autoresearch.report",
     "autoresearch.serve",
@@ -40,8 +43,9 @@ COMMAND_MODULES = [
 COMMANDS = {
     "init": "autoresearch.initialize",
     "run": "autoresearch.experiment",
-    "status": "autoresearch.summary", "brief": "autoresearch.summary", "export": "autoresearch.summary",
+    "status": "autoresearch.summary", "brief": "autoresearch.summary", "export": "autoresearch.export",
     "stop": "autoresearch.session", "resume": "autoresearch.session",
+    "night": "autoresearch.night",
     "diagnose": "autoresearch.diagnosis",
     "report": "autoresearch.report",
     "serve": "autoresearch.serve",
@@ -58,18 +62,6 @@ def positive_int(text):
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
     return value
-
-
-class Refused(Exception):
-    """Raised by a command that refuses to act: exit 3, nothing run, nothing recorded."""
-
-
-class UsageError(Exception):
-    """Raised for bad arguments that argparse cannot catch: exit 2."""
-
-
-class Failed(Exception):
-    """Raised when a command could not finish (e.g. git failed): exit 1, with the reason."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -99,6 +91,16 @@ def build_parser(command=None):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     as_json = "--json" in argv
+    # Under --json stdout is one JSON object and stderr stays empty: output collects what
+    # would have gone to stderr and the object carries it as "warnings".
+    output.json_mode(as_json)
+    try:
+        return _main(argv, as_json)
+    finally:
+        output.json_mode(False)
+
+
+def _main(argv, as_json):
     try:
         _check_text(argv)
         # The top level has only flags without values, so the first word is the command.
@@ -154,7 +156,10 @@ def _one_line(exc):
 
 
 def _fail(as_json, code, kind, message):
-    """Under --json even a failure prints exactly one JSON object on stdout."""
+    """Under --json even a failure prints exactly one JSON object on stdout (the line printed
+    to stderr just before it is collected, so the message is not repeated in "warnings")."""
     if as_json:
-        print(json.dumps({"ok": False, "error": kind, "message": message, "exit_code": code}))
+        found = [w for w in output.warnings() if message not in w]
+        data = {"ok": False, "error": kind, "message": message, "exit_code": code}
+        print(json.dumps(dict(data, warnings=found) if found else data, ensure_ascii=False), flush=True)
     return code

@@ -1,4 +1,4 @@
-"""The decision rule (DESIGN 4.4), in code: keep or discard, never the agent's call.
+"""The decision rule , in code: keep or discard, never the agent's call.
 
 Terms (all within one segment of the log):
 - a *measurement* is a run record with a finite metric and status keep or discard;
@@ -17,7 +17,9 @@ best value). Opt-in policies: `confirm` re-runs a borderline win before deciding
 keeps a change within noise that makes the scope smaller. references/decision-rule.md has the why.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+from autoresearch.log import is_finite
 
 MAD_TO_SIGMA = 1.4826
 DEFAULT_Z = 2.0
@@ -38,19 +40,25 @@ class Rules:
 
     @classmethod
     def from_config(cls, config):
-        config = config or {}
-        policies = config.get("policies") or {}
-        rule = config.get("rule") or {}
+        """The rule of a segment, from its `log.Config` (None: the defaults)."""
+        if config is None:
+            return cls()
+        rule, policies = config.rule, config.policies
+        confirm = policies.get("confirm")
+        within = confirm.get("within") if isinstance(confirm, dict) else None
         return cls(
-            direction=config.get("bestDirection", "lower"),
-            min_delta=float(rule.get("min_delta", 0.0) or 0.0),
-            z=float(rule.get("z", DEFAULT_Z)),
-            implausible_gain=rule.get("implausible_gain"),
-            confirm=bool(policies.get("confirm")),
-            confirm_within=float((policies.get("confirm") or {}).get("within", DEFAULT_CONFIRM_WITHIN))
-            if isinstance(policies.get("confirm"), dict) else DEFAULT_CONFIRM_WITHIN,
+            direction=config.direction,
+            min_delta=_float(rule.get("min_delta"), 0.0),
+            z=_float(rule.get("z"), DEFAULT_Z),
+            implausible_gain=_float(rule.get("implausible_gain"), None) or None,
+            confirm=bool(confirm),
+            confirm_within=_float(within, DEFAULT_CONFIRM_WITHIN),
             simplicity=bool(policies.get("simplicity")),
         )
+
+
+def _float(value, default):
+    return float(value) if is_finite(value) else default
 
 
 @dataclass
@@ -78,57 +86,82 @@ def median(values):
     return ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
-def code_key(record):
+def code_key(run):
     """What identifies a run's code: its scope hash (commit for hand-made logs)."""
-    return record.get("scope_hash") or record.get("commit") or f"run-{record.get('run')}"
+    return run.scope_hash or run.commit or f"run-{run.run}"
 
 
-def is_measurement(record):
-    return record.get("status") in MEASURED and _finite(record.get("metric"))
+def code_keys(runs):
+    """{run number: code} for a segment. A hand-made record without a scope hash that names the
+    run it re-measures (`repeat_of`) measures that run's code."""
+    keys = {}
+    for r in runs:
+        if r.scope_hash:
+            keys[r.run] = r.scope_hash
+        elif r.repeat_of in keys:
+            keys[r.run] = keys[r.repeat_of]
+        else:
+            keys[r.run] = code_key(r)
+    return keys
 
 
-def _finite(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value \
-        and value not in (float("inf"), float("-inf"))
+def is_measurement(run):
+    return run.measured
 
 
-def measurements(runs, key):
-    return [r["metric"] for r in runs if is_measurement(r) and code_key(r) == key]
+def measurements(runs, key, keys=None):
+    keys = keys if keys is not None else code_keys(runs)
+    return [r.metric for r in runs if r.measured and keys[r.run] == key]
 
 
-def incumbent(runs):
+def incumbent(runs, keys=None):
     """The record that introduced the code HEAD holds: earliest keep of the last kept code."""
-    kept = [r for r in runs if r.get("status") == "keep"]
+    kept = [r for r in runs if r.status == "keep"]
     if not kept:
         return None
-    key = code_key(kept[-1])
-    return next(r for r in kept if code_key(r) == key)
+    keys = keys if keys is not None else code_keys(runs)
+    key = keys[kept[-1].run]
+    return next(r for r in kept if keys[r.run] == key)
 
 
 def remeasurement_reason(run):
     return f"re-measurement of run {run}'s code (noise sample)"
 
 
+def remeasurements(runs, keys=None):
+    """Run numbers of the discards that measured already-kept code again (noise samples, not
+    rejected ideas): one pass over the segment."""
+    keys = keys if keys is not None else code_keys(runs)
+    kept_codes, found = set(), set()
+    for r in runs:
+        if r.status == "keep":
+            kept_codes.add(keys[r.run])
+    for r in runs:
+        if r.status == "discard" and r.repeat_of is not None and keys[r.run] in kept_codes:
+            found.add(r.run)
+    return found
+
+
 def is_remeasurement(runs, record):
     """A discard that measured already-kept code again (a noise sample, not a rejected idea)."""
-    if record.get("status") != "discard" or record.get("repeat_of") is None:
-        return False
-    key = code_key(record)
-    return any(r.get("status") == "keep" and code_key(r) == key for r in runs)
+    return record.run in remeasurements(runs)
 
 
 def baseline(runs):
-    return next((r for r in runs if r.get("status") == "keep"), None)
+    return next((r for r in runs if r.status == "keep"), None)
 
 
-def value_of(runs, record):
-    values = measurements(runs, code_key(record))
+def value_of(runs, record, keys=None):
+    """The value of a record's code: the median of its measurements (its own metric if none)."""
+    keys = keys if keys is not None else code_keys(runs)
+    key = keys.get(record.run, code_key(record))
+    values = measurements(runs, key, keys)
     if values:
         return median(values)
-    return record.get("metric")
+    return record.metric
 
 
-def noise(runs, rules):
+def noise(runs, rules, keys=None):
     """Noise from repeated measurements: {threshold, mad, sigma, samples, source}.
 
     `source` is "repeats" when some code was measured at least twice, else "none" (threshold =
@@ -136,10 +169,11 @@ def noise(runs, rules):
     segment stands in once there are 3 of them ("segment", as pi-autoresearch does); it
     overstates noise when real changes happened, so it never sets the threshold.
     """
+    keys = keys if keys is not None else code_keys(runs)
     groups = {}
     for r in runs:
-        if is_measurement(r):
-            groups.setdefault(code_key(r), []).append(r["metric"])
+        if r.measured:
+            groups.setdefault(keys.get(r.run, code_key(r)), []).append(r.metric)
     deviations = []
     for values in groups.values():
         if len(values) >= 2:
@@ -177,24 +211,26 @@ def decide(runs, candidate, rules, scope_lines=None, confirmed=False):
     or needs_confirmation=True when the confirm policy wants one more measurement first.
     """
     # Provisional status: the candidate counts as a measurement of its code while deciding.
-    candidate = dict(candidate, status="discard")
+    candidate = replace(candidate, status="discard")
     best = incumbent(runs)
     stats = noise(runs + [candidate], rules)
     threshold = stats["threshold"]
     if best is None:
-        return Decision("keep", "baseline: first measurement of the segment", value=candidate["metric"],
+        return Decision("keep", "baseline: first measurement of the segment", value=candidate.metric,
                         threshold=threshold)
     everything = runs + [candidate]
-    value = value_of(everything, candidate)
-    best_value = value_of(runs, best)
+    keys = code_keys(everything)
+    value = value_of(everything, candidate, keys)
+    best_value = value_of(runs, best, keys)
     g = gain(rules.direction, best_value, value)
-    conf = confidence(g, stats["sigma"])
+    # Confidence only from measured noise: the spread of different codes is not noise.
+    conf = confidence(g, stats["sigma"]) if stats["source"] == "repeats" else None
     common = dict(value=value, best_before=best_value, threshold=threshold, confidence=conf, gain=g)
-    same_code = code_key(candidate) == code_key(best)
+    same_code = keys[candidate.run] == keys[best.run]
     if same_code:
-        # The incumbent's code measured again: a noise sample, not a new win (DESIGN 4.4: only
-        # the baseline and a strict improvement keep). It still counts in the code's value.
-        return Decision("discard", f"{remeasurement_reason(best['run'])}: value now {_fmt(value)}", **common)
+        # The incumbent's code measured again: a noise sample, not a new win (only the baseline
+        # and a strict improvement keep). It still counts in the code's value.
+        return Decision("discard", f"{remeasurement_reason(best.run)}: value now {_fmt(value)}", **common)
     if rules.implausible_gain is not None and best_value != 0:
         relative = g / abs(best_value)
         if relative > float(rules.implausible_gain):
@@ -208,7 +244,7 @@ def decide(runs, candidate, rules, scope_lines=None, confirmed=False):
         why = f"gain {_fmt(g)} > threshold {_fmt(threshold)}"
         return Decision("keep", ("confirmed by re-run: " if confirmed else "") + why,
                         policy="confirm" if confirmed else None, **common)
-    best_lines = best.get("scope_lines")
+    best_lines = best.scope_lines
     if (rules.simplicity and g >= -threshold and scope_lines is not None and best_lines is not None
             and scope_lines < best_lines):
         return Decision("keep", f"simplicity: within noise (gain {_fmt(g)}, threshold {_fmt(threshold)}) "

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
 from gpu_train_debug import config as config_reader
 from gpu_train_debug import diagnose as _diagnose
@@ -118,11 +119,41 @@ def build_profile(run_dir, status=None, reason=None, metrics=None, best_metric=N
     return profile
 
 
-def for_run(repo, run_dir, status, metrics=None, best_metric=None, direction=None, reason=None):
-    """Diagnose one finished run of the engine; never raises on missing or odd files."""
+def benchmark_command(repo, limit=256 * 2 ** 10):
+    """The benchmark command of the session's latest config record in autoresearch.jsonl, or None.
+
+    Config records open each segment, so the head of the log holds them; a torn or odd line is
+    skipped. Only used to word the explanation of a non-template benchmark.
+    """
+    command = None
+    try:
+        with open(os.path.join(repo, "autoresearch.jsonl"), "rb") as handle:
+            head = handle.read(limit)
+    except OSError:
+        return None
+    for line in head.decode("utf-8", errors="replace").splitlines():
+        if '"config"' not in line:
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("type") == "config" and isinstance(record.get("command"), str):
+            command = record["command"]
+    return command
+
+
+def for_run(repo, run_dir, status, metrics=None, best_metric=None, direction=None, reason=None, command=None):
+    """Diagnose one finished run of the engine; never raises on missing or odd files.
+
+    `command` is the benchmark command (read from `repo`'s autoresearch.jsonl when not given);
+    it only words the explanation of a benchmark that is not the ML template."""
     log_text = read_log(os.path.join(run_dir, "output.log"))
     config = read_config(repo)
     profile = build_profile(run_dir, status, reason, metrics, best_metric, direction)
+    command = command if isinstance(command, str) and command else benchmark_command(repo)
+    if command:
+        profile["command"] = command
     try:
         result = _diagnose(log_text, config, profile)
     except Exception as exc:  # a diagnoser bug must never cost the engine its record
@@ -159,10 +190,12 @@ def add_parsers(sub):
         "diagnose", help="explain a crashed or suspicious training log and propose the minimal fix",
         description="Read a training log (and train.py's constants) and print the failure family, "
                     "codes, the computed intermediates and the minimal fix of train.py constants.",
-        epilog="examples:\n  autoresearch diagnose .autoresearch/runs/7/output.log\n"
+        epilog="examples:\n  autoresearch diagnose 7          (run 7: its output, its commit's train.py, its record)\n"
+               "  autoresearch diagnose .autoresearch/runs/7/output.log\n"
                "  autoresearch diagnose run.log --config train.py --json",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("logfile", metavar="LOGFILE", help="the training output to diagnose")
+    parser.add_argument("logfile", metavar="LOGFILE|RUN",
+                        help="the training output to diagnose, or a run number of this research repo")
     parser.add_argument("--config", metavar="FILE",
                         help="train.py whose constants to read (default: ./train.py if present); "
                              "a prepare.py next to it is read too")
@@ -171,7 +204,10 @@ def add_parsers(sub):
 
 
 def _cmd_diagnose(args):
+    from autoresearch import rundiagnosis
     from autoresearch.cli import UsageError
+    if args.logfile.isdigit() and not os.path.isfile(args.logfile):
+        return _cmd_diagnose_run(args)
     if not os.path.isfile(args.logfile):
         raise UsageError(f"diagnose: no such log file: {args.logfile} (pass the run's output.log)")
     config_path = args.config or ("train.py" if os.path.isfile("train.py") else None)
@@ -184,11 +220,29 @@ def _cmd_diagnose(args):
     run_dir = os.path.dirname(os.path.abspath(args.logfile))
     profile = build_profile(run_dir)
     result = _diagnose(read_log(args.logfile), config, profile)
-    if args.json:
-        print(json.dumps(result, sort_keys=False))
-    else:
-        print(short(result).splitlines()[0])
-        for key, value in result["intermediates"].items():
-            print(f"  {key}: {value}")
-        print(result["explanation"])
+    stale = rundiagnosis.stale_train_py(args.logfile) if not args.config else None
+    _print(args, result, stale)
     return 0
+
+
+def _cmd_diagnose_run(args):
+    """`diagnose N`: the run's own output, commit and recorded settings (rundiagnosis.py)."""
+    from autoresearch import research, rundiagnosis
+    from autoresearch.cli import UsageError
+    if args.config:
+        raise UsageError("diagnose N reads the run's own train.py; --config goes with a LOGFILE")
+    result, _ = rundiagnosis.diagnose_run(research.find(), int(args.logfile))
+    _print(args, result, None)
+    return 0
+
+
+def _print(args, result, warning):
+    if args.json:
+        print(json.dumps(dict(result, warning=warning) if warning else result, sort_keys=False))
+        return
+    if warning:
+        print(f"autoresearch: warning: {warning}", file=sys.stderr)
+    print(short(result).splitlines()[0])
+    for key, value in result["intermediates"].items():
+        print(f"  {key}: {value}")
+    print(result["explanation"])

@@ -132,6 +132,15 @@ def run_ref(repo, run):
     return git(repo, "rev-parse", "--verify", "-q", f"{RUNS_REF}/{run}", check=False)
 
 
+def commit_of_run(repo, run, commit=None):
+    """The one commit-of-run lookup: the full sha of run N's commit, from its ref
+    (refs/autoresearch/runs/N), else from its recorded short `commit`; None when git has neither."""
+    full = run_ref(repo, run)
+    if full or not commit:
+        return full
+    return git(repo, "rev-parse", "--verify", "-q", f"{commit}^{{commit}}", check=False)
+
+
 def diff_patch(repo, commit):
     """The patch of `commit` against its parent (against the empty tree for a root commit)."""
     return git(repo, "diff-tree", "-p", "--root", "--no-commit-id", "--no-color", "--no-ext-diff", commit) + "\n"

@@ -10,7 +10,7 @@ import argparse
 import os
 import shutil
 
-from autoresearch import cli, decide, gitops, log, metrics, output, research, state
+from autoresearch import cli, decide, gitops, log, metrics, output, recovery, research, state
 from autoresearch.research import now_ms
 
 ML_DEFAULTS = {
@@ -25,6 +25,7 @@ DEFAULT_CHECKS_TIMEOUT = 300.0
 EXAMPLES = """examples:
   autoresearch init --metric seconds --unit s --command "bash bench.sh" --scope src/ --fixed bench.sh
   autoresearch init --template ml --max-iterations 100
+  autoresearch init --template ml --max-hours 8 --max-cost 25 --max-gpu-hours 8
   autoresearch init --metric loss --command "python train.py" --scope train.py --noise-runs 3 --confirm-borderline
 """
 
@@ -48,6 +49,14 @@ def add_parsers(sub):
     p.add_argument("--checks-timeout", type=_positive, metavar="S", default=DEFAULT_CHECKS_TIMEOUT,
                    help="seconds the checks command may take (default %(default)s)")
     p.add_argument("--max-iterations", type=cli.positive_int, metavar="N", help="stop after N runs in this segment")
+    p.add_argument("--max-hours", type=_positive, metavar="H", help="stop H hours after init (wall clock)")
+    p.add_argument("--max-gpu-hours", type=_positive, metavar="G",
+                   help="stop when the runs have held the GPU(s) for G hours")
+    p.add_argument("--max-cost", type=_positive, metavar="USD",
+                   help="stop when the agent's tokens have cost USD dollars (read from its transcripts)")
+    p.add_argument("--prices", metavar="FILE",
+                   help="JSON price table for the ledger, USD per million tokens by model-id prefix "
+                        "(default: Anthropic's list prices, see references/overnight.md)")
     p.add_argument("--template", choices=["ml"], help="copy the LLM pretraining template and use its defaults")
     p.add_argument("--noise-runs", type=cli.positive_int, metavar="K", default=None,
                    help="run the baseline K times to measure noise (default 1: no measurement; "
@@ -115,6 +124,7 @@ def cmd_init(args):
 
 def _init_in(repo, args):
     settings = _settings(args, repo)
+    settings["prices"] = _prices(args.prices)
     lock = state.Lock(repo.lock)
     if not lock.acquire(wait_s=2.0):
         current = state.read_current(repo) or {}
@@ -122,17 +132,16 @@ def _init_in(repo, args):
     try:
         records, config, runs, segment = research.load(repo, warn=output.warn)
         if config is not None or runs:
-            state.recover(repo, records, config, runs, segment, output.warn)
+            recovery.recover(repo, records, runs, segment, output.warn)
         copied = _copy_template(repo) if args.template == "ml" else []
         _check_paths(repo, settings)
         research.ensure_ignored(repo)
         committed = _commit_start(repo, settings, copied)
-        records = log.read(repo.log, warn=output.warn)
-        segment = sum(1 for r in records if log.is_config(r))
+        segment = sum(1 for r in log.load(repo.log, warn=output.warn).records if isinstance(r, log.Config))
         header = _header(repo, args, settings, segment)
         log.append(repo.log, header)
-        state.write_session(repo, active=True, owner_session=header["owner_session"], segment=segment,
-                            started=header["timestamp"], stopped=None)
+        state.write_session(repo, active=True, owner_session=header.owner_session, segment=segment,
+                            started=header.timestamp, stopped=None)
     finally:
         lock.release()
     text = _summary(header, copied, committed, segment)
@@ -140,7 +149,7 @@ def _init_in(repo, args):
     if dirty:
         output.warn(f"files outside the scope have uncommitted changes ({', '.join(dirty[:5])}); "
                     "commit or revert them, or `run` will refuse")
-    output.emit(args, text, {"ok": True, "segment": segment, "config": header, "copied": copied,
+    output.emit(args, text, {"ok": True, "segment": segment, "config": header.to_json(), "copied": copied,
                              "committed": committed})
     return cli.EXIT_OK
 
@@ -189,6 +198,19 @@ def _settings(args, repo):
         "timeout": args.timeout or d.get("timeout", DEFAULT_TIMEOUT),
         "implausible_gain": implausible or None,
     }
+
+
+def _prices(path):
+    """The --prices table, checked whole before anything is written."""
+    if path is None:
+        return None
+    from autoresearch import ledger  # noqa: PLC0415 - only init with --prices needs it
+    try:
+        return {prefix: list(row) for prefix, row in ledger.load_prices(path).items()}
+    except OSError as exc:
+        raise cli.UsageError(f"--prices {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise cli.UsageError(f"--prices {path}: {exc}") from None
 
 
 def _exists(repo, name):
@@ -268,46 +290,58 @@ def _header(repo, args, s, segment):
     from autoresearch import hardware  # platform and nvidia-smi: only init needs them
     fixed = {name: research.sha256_file(os.path.join(repo.root, name)) for name in s["fixed"]}
     confirm = {"within": args.confirm_borderline} if args.confirm_borderline else None
-    return {
-        "type": "config",
-        "name": s["name"],
-        "metricName": s["metric"],
-        "metricUnit": s["unit"],
-        "bestDirection": s["direction"],
-        "segment": segment,
-        "timestamp": now_ms(),
-        "command": s["command"],
-        "scope": s["scope"],
-        "fixed": fixed,
-        "timeout_s": s["timeout"],
-        "checks": args.checks,
-        "checks_timeout_s": args.checks_timeout,
-        "max_iterations": args.max_iterations,
-        "noise_runs": args.noise_runs or (ML_NOISE_RUNS if args.template == "ml" else 1),
-        "rule": {"min_delta": args.min_delta, "z": args.noise_z, "implausible_gain": s["implausible_gain"]},
-        "policies": {"confirm": confirm, "simplicity": bool(args.simplicity)},
-        "owner_session": args.session or os.environ.get("CLAUDE_CODE_SESSION_ID") or None,
-        "hardware": hardware.fingerprint(),
-        "template": args.template,
-        "start_commit": gitops.head(repo.root),
-        "engine": f"autoresearch {__import__('autoresearch').__version__}",
-    }
+    return log.Config(
+        name=s["name"],
+        metric_name=s["metric"],
+        metric_unit=s["unit"],
+        direction=s["direction"],
+        segment=segment,
+        timestamp=now_ms(),
+        command=s["command"],
+        scope=s["scope"],
+        fixed=fixed,
+        timeout_s=s["timeout"],
+        checks=args.checks,
+        checks_timeout_s=args.checks_timeout,
+        max_iterations=args.max_iterations,
+        max_hours=args.max_hours,
+        max_gpu_hours=args.max_gpu_hours,
+        max_cost=args.max_cost,
+        prices=s["prices"],
+        noise_runs=args.noise_runs or (ML_NOISE_RUNS if args.template == "ml" else 1),
+        rule={"min_delta": args.min_delta, "z": args.noise_z, "implausible_gain": s["implausible_gain"]},
+        policies={"confirm": confirm, "simplicity": bool(args.simplicity)},
+        owner_session=args.session or os.environ.get("CLAUDE_CODE_SESSION_ID") or None,
+        hardware=hardware.fingerprint(),
+        template=args.template,
+        start_commit=gitops.head(repo.root),
+        engine=f"autoresearch {__import__('autoresearch').__version__}",
+    )
 
 
 def _summary(h, copied, committed, segment):
-    lines = [f"autoresearch: segment {segment} started: {h['name']}",
-             f"  metric {h['metricName']} ({h['bestDirection']} is better{', ' + h['metricUnit'] if h['metricUnit'] else ''})",
-             f"  command: {h['command']}  (timeout {h['timeout_s']:g} s)",
-             f"  scope (what may change): {' '.join(h['scope'])}"]
-    if h["fixed"]:
-        lines.append(f"  fixed (checked before every run): {' '.join(h['fixed'])}")
+    lines = [f"autoresearch: segment {segment} started: {h.name}",
+             f"  metric {h.metric_name} ({h.direction} is better{', ' + h.metric_unit if h.metric_unit else ''})",
+             f"  command: {h.command}  (timeout {h.timeout_s:g} s)",
+             f"  scope (what may change): {' '.join(h.scope)}"]
+    if h.fixed:
+        lines.append(f"  fixed (checked before every run): {' '.join(h.fixed)}")
     if copied:
         lines.append(f"  copied the template: {' '.join(copied)}")
     if committed:
         lines.append(f"  committed {committed[:7]}")
-    if h["noise_runs"] > 1:
-        lines.append(f"  the baseline will run {h['noise_runs']} times to measure noise")
-    if h.get("template") == "ml":
+    limits = [f"{h.max_iterations} runs" if h.max_iterations else None,
+              f"{h.max_hours:g} h" if h.max_hours else None,
+              f"{h.max_gpu_hours:g} GPU-hours" if h.max_gpu_hours else None,
+              f"${h.max_cost:.2f} of agent tokens" if h.max_cost else None]
+    if any(limits):
+        lines.append(f"  budget: {', '.join(x for x in limits if x)} (the loop stops at the first spent)")
+    if h.noise_runs > 1:
+        lines.append(f"  the baseline will run {h.noise_runs} times to measure noise")
+    else:
+        from autoresearch.summary import noise_warning
+        lines.append("  " + noise_warning(h.rule.get("min_delta")) + " (or `init --noise-runs 3`)")
+    if h.template == "ml":
         lines.append("next: prepare data and size the baseline (program.md): `uv sync && uv run prepare.py && "
                      "uv run prepare.py --fit-baseline`, then `autoresearch run --baseline -m \"baseline\"`")
     else:

@@ -1,4 +1,9 @@
-"""The append-only experiment log `autoresearch.jsonl` (DESIGN 4.2).
+"""The append-only experiment log `autoresearch.jsonl`, and its typed records.
+
+`Config` (a segment's header) and `Run` (one experiment) are the one place that lists the
+log's fields: every writer builds records through them and every reader reads through them
+(`load()`). The field names are pi-autoresearch's, so its dashboard reads the log; fields we do
+not know (written by other tools) are kept in `extra` and survive a round trip.
 
 One JSON object per line. A line is written whole or not at all: each record is one
 os.write() of the full line on an O_APPEND descriptor, followed by fsync. If a crash left
@@ -10,17 +15,20 @@ import json
 import math
 import os
 import sys
+from dataclasses import dataclass, field, fields
 
 LOG_NAME = "autoresearch.jsonl"
 
 
 def append(path, record, warn=None):
-    """Append one record (a dict) as a JSON line, durably.
+    """Append one record (a `Run`, a `Config` or a dict) as a JSON line, durably.
 
     A record the strict log cannot hold (a non-finite number, text that is not Unicode) is
     written sanitised, with a warning, rather than lost: a record that cannot be written
     would leave the run unrecorded and the engine retrying it forever.
     """
+    if isinstance(record, (Run, Config)):
+        record = record.to_json()
     try:
         data = _encode(record)
     except (ValueError, TypeError, RecursionError) as exc:
@@ -114,10 +122,6 @@ def _is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_finite(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def invalid(record):
     """Why `record` is not a valid config header or run record (None when it is, or when it is
     neither: other lines are kept for the tools that wrote them). Every reader gets the same
@@ -135,10 +139,10 @@ def invalid(record):
         return f"run {run!r} is not a whole number >= 1"
     if record.get("status") not in STATUSES:
         return f"run {run}: status {record.get('status')!r} is not one of {', '.join(STATUSES)}"
-    if record.get("metric") is not None and not _is_finite(record["metric"]):
+    if record.get("metric") is not None and not is_finite(record["metric"]):
         return f"run {run}: metric {record['metric']!r} is not a finite number"
     found = record.get("metrics")
-    if found is not None and not (isinstance(found, dict) and all(_is_finite(v) for v in found.values())):
+    if found is not None and not (isinstance(found, dict) and all(is_finite(v) for v in found.values())):
         return f"run {run}: metrics is not an object of finite numbers"
     if "segment" in record and record["segment"] is not None and not _is_int(record["segment"]):
         return f"run {run}: segment {record['segment']!r} is not a whole number"
@@ -171,3 +175,213 @@ def segments(records):
                 result.append((None, []))
             result[-1][1].append(record)
     return result
+
+
+# --- the typed records ---
+
+def is_finite(value):
+    """The one finite-number check: an int or float (not a bool) that is neither NaN nor ±inf."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _number(value):
+    return value if is_finite(value) else None
+
+
+def _whole(value):
+    return value if _is_int(value) else None
+
+
+def _text(value):
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(sanitise(value), ensure_ascii=False)
+
+
+def _object(value):
+    return value if isinstance(value, dict) else {}
+
+
+def _maybe_object(value):
+    return value if isinstance(value, dict) else None
+
+
+def _texts(value):
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+# How each field is read from JSON (a value of the wrong type reads as the field's empty value).
+_READ = {int: _whole, float: _number, str: _text, dict: _object, "dict?": _maybe_object, list: _texts}
+
+
+class _Record:
+    """from_json / to_json for a dataclass whose fields mirror the JSON keys (JSON_NAMES renames)."""
+
+    JSON_NAMES = {}
+
+    @classmethod
+    def _fields(cls):
+        return [f for f in fields(cls) if f.name != "extra"]
+
+    @classmethod
+    def from_json(cls, data):
+        known, values = set(), {}
+        for f in cls._fields():
+            key = cls.JSON_NAMES.get(f.name, f.name)
+            known.add(key)
+            if key in data:
+                values[f.name] = _READ[f.metadata.get("json", f.type)](data[key]) \
+                    if data[key] is not None else None
+                if values[f.name] is None and f.metadata.get("json", f.type) in (dict, list):
+                    values[f.name] = f.default_factory()
+        record = cls(**values)
+        record.extra = {k: v for k, v in data.items() if k not in known}
+        return record
+
+    def to_json(self):
+        """The JSON object: the known fields in their order, then the fields of other tools."""
+        out = {self.JSON_NAMES.get(f.name, f.name): getattr(self, f.name) for f in self._fields()}
+        for key, value in self.extra.items():
+            out.setdefault(key, value)
+        return out
+
+
+def _optional(kind):
+    return field(default=None, metadata={"json": kind})
+
+
+@dataclass
+class Config(_Record):
+    """A segment's header: what is measured, how, and by which rule."""
+
+    JSON_NAMES = {"kind": "type", "metric_name": "metricName", "metric_unit": "metricUnit",
+                  "direction": "bestDirection"}
+
+    kind: str = "config"
+    name: str = ""
+    metric_name: str = "metric"
+    metric_unit: str = ""
+    direction: str = "lower"
+    segment: int = None
+    timestamp: float = None
+    command: str = None
+    scope: list = field(default_factory=list)
+    fixed: dict = field(default_factory=dict)
+    timeout_s: float = None
+    checks: str = None
+    checks_timeout_s: float = None
+    max_iterations: int = None
+    max_hours: float = None        # budgets that stop the loop (ledger.py): wall hours since init,
+    max_gpu_hours: float = None    # hours the runs held the GPU(s),
+    max_cost: float = None         # dollars of the agent's tokens
+    prices: object = _optional("dict?")   # the ledger's price table from `init --prices`, else None
+    noise_runs: int = None
+    rule: dict = field(default_factory=dict)
+    policies: dict = field(default_factory=dict)
+    owner_session: str = None
+    hardware: object = _optional("dict?")
+    template: str = None
+    start_commit: str = None
+    engine: str = None
+    extra: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, data):
+        config = super().from_json(data)
+        config.name = config.name or ""
+        config.metric_unit = config.metric_unit or ""
+        config.direction = "higher" if config.direction == "higher" else "lower"
+        return config
+
+
+@dataclass
+class Run(_Record):
+    """One experiment: pi-autoresearch's ten fields first, then the engine's own."""
+
+    run: int = 0
+    commit: str = None
+    metric: float = None
+    metrics: dict = field(default_factory=dict)
+    status: str = None
+    description: str = ""
+    timestamp: float = None
+    segment: int = None
+    confidence: float = None
+    asi: dict = field(default_factory=dict)
+    duration_s: float = None
+    reason: str = None
+    best_before: float = None
+    threshold: float = None
+    diagnosis: object = _optional("dict?")
+    run_dir: str = None
+    ref: str = None
+    scope_hash: str = None
+    scope_lines: int = None
+    repeat_of: int = None
+    exit_code: int = None
+    policy: str = None
+    value: float = None      # the decided value (median of the code's measurements) at decision time
+    extra: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, data):
+        run = super().from_json(data)
+        run.description = run.description or ""
+        metrics = {k: v for k, v in run.metrics.items() if is_finite(v)}
+        run.metrics = metrics
+        return run
+
+    @property
+    def measured(self):
+        """A measurement: a kept or discarded run with a finite metric."""
+        return self.status in ("keep", "discard") and is_finite(self.metric)
+
+
+def typed(record):
+    """A raw, valid record as a `Config` or a `Run` (None for lines of other tools)."""
+    if is_config(record):
+        return Config.from_json(record)
+    if is_run(record):
+        return Run.from_json(record)
+    return None
+
+
+@dataclass
+class Segment:
+    index: int
+    config: object          # Config, or None for runs before any header (a hand-made log)
+    runs: list
+
+
+@dataclass
+class Log:
+    """The whole log, typed: records in order (Config and Run) and their segments."""
+
+    records: list
+    segments: list
+
+    @property
+    def runs(self):
+        return [r for r in self.records if isinstance(r, Run)]
+
+    @property
+    def current(self):
+        return self.segments[-1] if self.segments else None
+
+
+def load(path, warn=None):
+    """Read the log into typed records (malformed and invalid lines skipped with a warning)."""
+    return from_records(read(path, warn=warn))
+
+
+def from_records(raw):
+    records = [t for t in map(typed, raw) if t is not None]
+    segs = []
+    for record in records:
+        if isinstance(record, Config):
+            segs.append(Segment(len(segs), record, []))
+        else:
+            if not segs:
+                segs.append(Segment(0, None, []))
+            segs[-1].runs.append(record)
+    return Log(records, segs)

@@ -15,6 +15,7 @@ Standard library only at module level; matplotlib is imported for `--png` alone.
 
 import argparse
 import base64
+import dataclasses
 import hashlib
 import json
 import math
@@ -24,8 +25,9 @@ import sys
 import time
 from pathlib import Path
 
-from autoresearch import cli
+from autoresearch import cli, runfiles
 from autoresearch import log as arlog
+from autoresearch.files import write_atomic
 
 STATIC = Path(__file__).with_name("static")
 DEFAULT_OUTPUT = os.path.join(".autoresearch", "report.html")
@@ -43,7 +45,8 @@ SAMPLE_MAX_CHARS = 6_000
 # energy_j is read for the energy figure and then dropped from the page.
 STEP_KEYS = ("step", "elapsed_s", "loss", "lr_mult", "grad_norm", "tok_per_s", "mfu", "mem_mb", "power_w",
              "energy_j")
-FAILED = ("crash", "timeout", "checks_failed")
+FAILED = ("crash", "timeout", "checks_failed", "tampered")
+RATE_MIN_HOURS, RATE_MIN_RUNS = 0.5, 4   # runs per hour is shown over at least this span and runs
 _NUMBER = (int, float)
 _PLAIN = {int, float, type(None)}
 DEFAULT_KWH_PRICE = 0.30
@@ -80,7 +83,7 @@ def add_common_arguments(p):
 
 
 def check_price(price):
-    if price < 0 or not math.isfinite(price):
+    if not arlog.is_finite(price) or price < 0:
         raise cli.UsageError(f"--kwh-price must be a non-negative number, not {price}")
 
 
@@ -102,6 +105,7 @@ def cmd_report(args):
     model = build_model(root, Path(args.log), kwh_price=args.kwh_price, warn=_warn)
     details = all_details(root, model, REPORT_POINTS)
     add_energy_totals(model, details.values())
+    add_ledger(model, root)
     page = render_html(model, details).encode("utf-8")
     if to_stdout:
         sys.stdout.buffer.write(page)
@@ -121,7 +125,7 @@ def cmd_report(args):
     if args.json:
         best = model["segments"][-1] if model["segments"] else None
         print(json.dumps({"output": str(out), "png": args.png, "runs": runs, "best": best,
-                          "summary": model["summary"], "segments": model["segments"],
+                          "status": model["status"], "summary": model["summary"], "segments": model["segments"],
                           "warnings": model["warningCount"]}, allow_nan=False))
     return cli.EXIT_OK
 
@@ -142,44 +146,40 @@ def _warn(message):
     print(f"autoresearch: warning: {message}", file=sys.stderr)
 
 
-def write_atomic(path, data):
-    """Write next to the target and rename, so a reader never sees half a file."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
 # ---------------------------------------------------------------- the model
 
 def build_model(root, log_path, kwh_price=DEFAULT_KWH_PRICE, warn=_warn):
-    """Read the log into what the page shows: runs (normalised), segments and the summary."""
+    """Read the log into what the page shows: runs (normalised), segments and the summary.
+
+    Every number about a segment (baseline, best, change, counts, streaks, the running best)
+    comes from `summary.summarise`, the one summary `status` prints; `status` is the very object
+    `status --json` prints for the current segment (None for a log without a config header)."""
+    from autoresearch import summary as arsummary
     warnings = []
 
     def collect(message):
         warnings.append(message)
         warn(message)
 
-    records = arlog.read(str(root / log_path.name), warn=collect)
-    segments, runs = [], []
-    for index, (config, seg_runs) in enumerate(arlog.segments(records)):
-        direction = _direction(config)
-        segments.append(_segment_info(index, config, direction))
-        best, incumbent = None, set()
-        for record in seg_runs:
-            run = normalise_run(record, index, collect)
-            if run is None:
-                continue
-            best = _annotate(run, best, incumbent)
+    night = arlog.load(str(root / log_path.name), warn=collect)
+    segments, runs, summaries = [], [], []
+    for seg in night.segments:
+        s = arsummary.summarise(seg.config, seg.runs, seg.index)
+        summaries.append(s)
+        segments.append(_segment_info(seg.index, seg.config, s))
+        before = None
+        for record, best in zip(seg.runs, s.running_best):
+            run = normalise_run(record, seg.index)
+            _annotate(run, before, best)
+            before = best
             runs.append(run)
-    for seg in segments:
-        _segment_summary(seg, [r for r in runs if r["segment"] == seg["index"]])
     current = read_current(root)
-    config = segments[-1] if segments else _segment_info(0, None, "lower")
+    config = segments[-1] if segments else _segment_info(0, None, None)
+    status = None
+    if night.current is not None and night.current.config is not None:
+        from autoresearch import research
+        # the same object `status --json` prints, its text shown as on the rest of the page
+        status = _clean(arsummary.status_object(research.Repo(root), night))
     return {
         "title": config["name"] or "autoresearch",
         "metricName": config["metricName"],
@@ -188,7 +188,8 @@ def build_model(root, log_path, kwh_price=DEFAULT_KWH_PRICE, warn=_warn):
         "generated": int(time.time() * 1000),
         "segments": segments,
         "runs": runs,
-        "summary": overall_summary(runs, segments, kwh_price),
+        "status": status,
+        "summary": overall_summary(runs, summaries[-1] if summaries else None, kwh_price),
         "current": current,
         "kwhPrice": kwh_price,
         "yRange": y_range(runs, config["direction"]),
@@ -197,121 +198,80 @@ def build_model(root, log_path, kwh_price=DEFAULT_KWH_PRICE, warn=_warn):
     }
 
 
-def _direction(config):
-    if isinstance(config, dict) and config.get("bestDirection") == "higher":
-        return "higher"
-    return "lower"
-
-
-def _segment_info(index, config, direction):
-    config = config if isinstance(config, dict) else {}
-    return {
+def _segment_info(index, config, s):
+    """A segment as the page shows it: its header's names and its summary's numbers."""
+    info = {
         "index": index,
-        "name": _text(config.get("name")),
-        "metricName": _text(config.get("metricName")) or "metric",
-        "metricUnit": _text(config.get("metricUnit")),
-        "direction": direction,
+        "name": _text(config.name) if config else "",
+        "metricName": _text(config.metric_name) if config else "metric",
+        "metricUnit": _text(config.metric_unit) if config else "",
+        "direction": config.direction if config else "lower",
+        "runs": 0, "baseline": None, "baselineRun": None, "best": None, "bestRun": None, "kept": 0,
+        "gainPct": None, "change": None,
     }
+    if s is not None:
+        info.update(runs=s.runs, kept=s.counts["keep"], baseline=s.baseline_value, best=s.best_value,
+                    baselineRun=s.baseline.run if s.baseline else None,
+                    bestRun=s.best.run if s.best else None,
+                    gainPct=s.change.percent if s.change else None,
+                    change=s.change.to_json() if s.change else None,
+                    currentNoKeep=s.consecutive_non_keeps, longestNoKeep=s.longest_non_keeps,
+                    counts=s.counts, remeasured=sorted(s.remeasured))
+    return info
 
 
-def normalise_run(record, segment, warn):
-    """A run record with safe types; the log is untrusted and every extra field optional."""
-    number = record.get("run")
-    if isinstance(number, bool) or not isinstance(number, (int, float)) or not math.isfinite(number):
-        warn(f"skipped a run record whose run number is {json.dumps(number)[:40]}")
-        return None
-    return {
-        "run": int(number),
-        "segment": segment,
-        "status": _text(record.get("status")) or "unknown",
-        "metric": _num(record.get("metric")),
-        "metrics": _clean(record.get("metrics")) if isinstance(record.get("metrics"), dict) else {},
-        "commit": _text(record.get("commit"))[:40],
-        "description": _text(record.get("description")),
-        "timestamp": _num(record.get("timestamp")),
-        "confidence": _num(record.get("confidence")),
-        "asi": _clean(record.get("asi")),
-        "duration_s": _num(record.get("duration_s")),
-        "reason": _text(record.get("reason")),
-        "best_before": _num(record.get("best_before")),
-        "threshold": _num(record.get("threshold")),
-        "diagnosis": _clean(record.get("diagnosis")) if isinstance(record.get("diagnosis"), dict) else None,
-        "run_dir": _text(record.get("run_dir")),
-        "ref": _text(record.get("ref")),
-        "repeat_of": _num(record.get("repeat_of")),
-        "value": _num(record.get("value")),
-    }
+def normalise_run(record, segment):
+    """A `log.Run` as the page shows it: its known fields (listed by the Run dataclass alone)
+    with safe types, text for text fields, finite numbers or null, bounded objects."""
+    out = {}
+    for f in dataclasses.fields(arlog.Run):
+        if f.name in ("extra", "segment"):
+            continue
+        value = getattr(record, f.name)
+        if f.type is str:
+            out[f.name] = _text(value)
+        elif f.type in (int, float):
+            out[f.name] = _num(value)
+        else:
+            out[f.name] = _clean(value) if value is not None else None
+    out["segment"] = segment   # the segment the run sits in, whatever the record says
+    out["status"] = out["status"] or "unknown"
+    out["commit"] = out["commit"][:40]
+    return out
 
 
-def kept_value(run):
-    """What a kept run made the best: the engine's decided value (the median of that code's
-    measurements) when the record has one, else its metric."""
-    return run["value"] if run["value"] is not None else run["metric"]
-
-
-def _annotate(run, best, incumbent):
-    """Add the best at the time, the change against it and the running best.
-
-    A kept run becomes the incumbent, so the running best is the last keep's value. The
-    engine's re-measurements of the incumbent's code (discards with `repeat_of` pointing into
-    `incumbent`, the run numbers holding that code) carry the code's new median, so the
-    running best can move back up: the chart shows the honest incumbent, not the luckiest draw.
-    """
+def _annotate(run, before, best):
+    """The best at the time of the run (the incumbent's value after the previous run), the
+    change against it (positive = worse for lower-is-better: the raw relative difference of
+    the metric) and the running best after the run, as the summary computed them."""
+    run["best_then"] = before
     metric = run["metric"]
-    best_then = run["best_before"] if run["best_before"] is not None else best
-    run["best_then"] = best_then
-    if metric is not None and best_then not in (None, 0):
-        run["delta_pct"] = (metric - best_then) / abs(best_then) * 100
-    else:
-        run["delta_pct"] = None
-    if run["status"] == "keep" and kept_value(run) is not None:
-        best = kept_value(run)
-        incumbent.clear()
-        incumbent.add(run["run"])
-    elif run.get("repeat_of") in incumbent:
-        incumbent.add(run["run"])
-        if run["value"] is not None:
-            best = run["value"]
+    run["delta_pct"] = (metric - before) / abs(before) * 100 if metric is not None and before not in (None, 0) \
+        else None
     run["running_best"] = best
-    return best
 
 
-def _segment_summary(seg, runs):
-    kept = [r for r in runs if r["status"] == "keep" and kept_value(r) is not None]
-    seg["runs"] = len(runs)
-    seg["baseline"] = kept_value(kept[0]) if kept else None
-    seg["baselineRun"] = kept[0]["run"] if kept else None
-    seg["best"] = runs[-1]["running_best"] if kept else None
-    seg["bestRun"] = kept[-1]["run"] if kept else None
-    seg["kept"] = len(kept)
-    if seg["baseline"] not in (None, 0) and seg["best"] is not None:
-        sign = 1 if seg["direction"] == "higher" else -1
-        seg["gainPct"] = sign * (seg["best"] - seg["baseline"]) / abs(seg["baseline"]) * 100
-    else:
-        seg["gainPct"] = None
-
-
-def overall_summary(runs, segments, kwh_price):
+def overall_summary(runs, last, kwh_price):
+    """The night's totals over every run (counts for the table's filter, rates, GPU hours);
+    the streaks are the current segment's, from its summary."""
     counts = {}
     for r in runs:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
     stamps = sorted(r["timestamp"] for r in runs if r["timestamp"] is not None)
     span_h = (stamps[-1] - stamps[0]) / 3.6e6 if len(stamps) >= 2 else None
     durations = [r["duration_s"] for r in runs if r["duration_s"] is not None]
-    streak = longest = 0
-    for r in runs:
-        streak = 0 if r["status"] == "keep" else streak + 1
-        longest = max(longest, streak)
     return {
         "runs": len(runs),
         "counts": counts,
         "failed": sum(counts.get(s, 0) for s in FAILED),
         "spanHours": span_h,
-        "runsPerHour": (len(stamps) - 1) / span_h if span_h else None,
+        # a rate only over a span where it means something (not "94.7 per hour over 0.0 h")
+        "runsPerHour": (len(stamps) - 1) / span_h if span_h and span_h >= RATE_MIN_HOURS
+        and len(stamps) >= RATE_MIN_RUNS else None,
         "gpuHours": sum(durations) / 3600 if durations else None,
         "runsWithDuration": len(durations),
-        "longestNoKeep": longest,
-        "currentNoKeep": streak,
+        "longestNoKeep": last.longest_non_keeps if last else 0,
+        "currentNoKeep": last.consecutive_non_keeps if last else 0,
         "kwhPrice": kwh_price,
     }
 
@@ -335,24 +295,18 @@ def read_current(root):
 # ---------------------------------------------------------------- per-run files
 
 def run_dir(root, run):
-    """The run's folder: the record's run_dir when it lies inside the repo, else the default.
+    """The run's folder (a real folder in .autoresearch/runs, no link on the way), or None.
 
-    The log is untrusted, so a run_dir that climbs out of the repo (`../..`, an absolute path)
-    is ignored rather than read into the page.
+    The log and the run folders are untrusted: a run_dir that climbs out (`../..`, an absolute
+    path) or a folder that is a link is not read into the page (runfiles.py).
     """
-    default = root / RUNS_DIR / str(run["run"])
-    given = run.get("run_dir")
-    if given:
-        path = os.path.normpath(os.path.join(root, given))
-        if path.startswith(os.path.join(str(root), "")) and os.path.isdir(path):
-            return Path(path)
-    return default
+    return runfiles.folder(root, run["run"], run.get("run_dir"))
 
 
 def all_details(root, model, max_points):
     """run_details for every run, keyed by run number as text; missing diffs come from git in one batch."""
     folders = {r["run"]: run_dir(root, r) for r in model["runs"]}
-    missing = {r["run"]: _ref(r) for r in model["runs"] if not (folders[r["run"]] / "diff.patch").exists()}
+    missing = {r["run"]: _ref(r) for r in model["runs"] if not runfiles.exists(folders[r["run"]], "diff.patch")}
     diffs = git_diffs(root, missing)
     return {str(r["run"]): run_details(root, r, max_points, model, diffs, folders[r["run"]]) for r in model["runs"]}
 
@@ -360,15 +314,15 @@ def all_details(root, model, max_points):
 def run_details(root, run, max_points, model=None, diffs=None, folder=None):
     """Everything the page shows for one run, read from its folder (all parts optional)."""
     folder = folder or run_dir(root, run)
-    steps = read_steps(folder / "steps.jsonl", max_points)
-    diagnosis = run.get("diagnosis") or _read_json(folder / "diagnosis.json")
-    diff = _read_text(folder / "diff.patch", DIFF_MAX_CHARS + 1)
+    steps = read_steps(folder, max_points)
+    diagnosis = run.get("diagnosis") or _read_json(folder, "diagnosis.json")
+    diff = _read_text(folder, "diff.patch", DIFF_MAX_CHARS + 1)
     if diff is None:
         diff = diffs.get(run["run"]) if diffs is not None else git_diffs(root, {run["run"]: _ref(run)}).get(run["run"])
     truncated = diff is not None and len(diff) > DIFF_MAX_CHARS
     if truncated:
         diff = diff[:DIFF_MAX_CHARS]
-    summary = _read_json(folder / "summary.json")
+    summary = _read_json(folder, "summary.json")
     price = model["kwhPrice"] if model else DEFAULT_KWH_PRICE
     used = energy(steps, price)
     if steps:
@@ -377,13 +331,35 @@ def run_details(root, run, max_points, model=None, diffs=None, folder=None):
         "steps": steps,
         "diff": diff,
         "diffTruncated": f"git show {_ref(run)}" if truncated else None,
-        "tail": read_tail(folder / "output.log"),
-        "checksTail": read_tail(folder / "checks.log") if run.get("status") == "checks_failed" else None,
-        "sample": _read_text(folder / "sample.txt", SAMPLE_MAX_CHARS),
+        "tail": read_tail(folder, "output.log"),
+        "checksTail": read_tail(folder, "checks.log") if run.get("status") == "checks_failed" else None,
+        "sample": _read_text(folder, "sample.txt", SAMPLE_MAX_CHARS),
         "summary": summary if isinstance(summary, dict) else None,
         "diagnosis": diagnosis if isinstance(diagnosis, dict) else None,
         "energy": used,
     }
+
+
+def add_ledger(model, root):
+    """The cost panel: the segment's ledger totals (the `ledger` of the status object, the one
+    summary), each run's cost and the cumulative cost curve, and the last night's log."""
+    from autoresearch import ledger, night_log, research, state  # noqa: PLC0415
+    status = model.get("status")
+    if not status or not status.get("ledger"):
+        return
+    repo = research.Repo(root)
+    _, config, runs, _ = research.load(repo, warn=lambda m: None)
+    try:
+        built = ledger.build(repo, config, runs, state.read_session(repo) or {})
+    except OSError:
+        return
+    total, curve = 0.0, []
+    for row in built.per_run:
+        total += row["cost_usd"]
+        curve.append({"run": row["run"], "cost": row["cost_usd"], "tokens": row["tokens"], "cumulative": total,
+                      "gpu_s": row["gpu_s"]})
+    model["summary"]["ledger"] = status["ledger"]
+    model["ledger"] = {"totals": status["ledger"], "perRun": curve, "night": _clean(night_log.summary(repo))}
 
 
 def add_energy_totals(model, details):
@@ -393,11 +369,10 @@ def add_energy_totals(model, details):
     model["summary"]["energyKwh"] = sum(e["kwh"] for e in measured) if measured else None
 
 
-def read_steps(path, max_points):
-    """The steps file as columns, thinned to at most max_points rows (first and last kept)."""
-    try:
-        raw = path.read_bytes()
-    except OSError:
+def read_steps(folder, max_points):
+    """The run folder's steps.jsonl as columns, thinned to at most max_points rows (first and last kept)."""
+    raw = runfiles.read_bytes(folder, "steps.jsonl")
+    if raw is None:
         return None
     lines = [line for line in raw.split(b"\n") if line.strip()]
     if lines and not raw.endswith(b"\n") and not _parses(lines[-1]):
@@ -464,16 +439,13 @@ def energy(steps, kwh_price):
             "avgPowerW": sum(power) / len(power) if power else None}
 
 
-def read_tail(path):
+def read_tail(folder, name="output.log"):
     """The last lines of output.log (the end is where a crash explains itself)."""
-    try:
-        with open(path, "rb") as f:
-            size = f.seek(0, os.SEEK_END)
-            f.seek(max(0, size - TAIL_BYTES))
-            data = f.read()
-    except OSError:
+    got = runfiles.read_tail(folder, name, TAIL_BYTES)
+    if got is None:
         return None
-    text = data.decode("utf-8", errors="replace")
+    data, size = got
+    text = runfiles.visible(data.decode("utf-8", errors="replace"))
     lines = text.split("\n")
     if size > TAIL_BYTES:
         lines = lines[1:]   # the first line is cut
@@ -525,37 +497,37 @@ def _store(result, wanted, sha, chunk):
     if sha:
         text = "\n".join(chunk).strip("\n")
         for run in wanted[sha]:
-            result[run] = text[:DIFF_MAX_CHARS + 1]
+            result[run] = runfiles.visible(text[:DIFF_MAX_CHARS + 1])
 
 
-def _read_text(path, limit):
-    try:
-        with open(path, "rb") as f:
-            data = f.read(limit * 4)
-    except OSError:
+def _read_text(folder, name, limit):
+    data = runfiles.read_bytes(folder, name, limit * 4)
+    if data is None:
         return None
-    return data.decode("utf-8", errors="replace")[:limit]
+    return runfiles.visible(data.decode("utf-8", errors="replace")[:limit])
 
 
-def _read_json(path):
+def _read_json(folder, name):
+    data = runfiles.read_bytes(folder, name, 1 << 22)
+    if data is None:
+        return None
     try:
-        return _clean(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError):
+        return _clean(json.loads(data.decode("utf-8")))
+    except (UnicodeDecodeError, ValueError, RecursionError):
         return None
 
 
 # ---------------------------------------------------------------- value hygiene
 
 def _text(value):
+    """Text for the page: bidi controls shown, not obeyed (runfiles.visible)."""
     if value is None:
         return ""
-    return value if isinstance(value, str) else json.dumps(_clean(value), ensure_ascii=False)
+    return runfiles.visible(value if isinstance(value, str) else json.dumps(_clean(value), ensure_ascii=False))
 
 
 def _num(value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return value if math.isfinite(value) else None
+    return value if arlog.is_finite(value) else None
 
 
 def _nonfinite(value):
@@ -567,11 +539,13 @@ def _clean(value, depth=0):
     if depth > 20:
         return None
     if isinstance(value, dict):
-        return {str(k): _clean(v, depth + 1) for k, v in value.items()}
+        return {runfiles.visible(str(k)): _clean(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list):
         return [_clean(v, depth + 1) for v in value]
     if isinstance(value, float) and not math.isfinite(value):
         return None
+    if isinstance(value, str):
+        return runfiles.visible(value)
     return value
 
 
@@ -596,9 +570,7 @@ def page_script():
 def render_html(model, details=None, live=False):
     """The whole page; `details` maps run number (str) to run_details (static report)."""
     script = page_script()
-    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
-    csp = (f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; "
-           f"img-src data: blob:; connect-src 'self'; base-uri 'none'; form-action 'none'")
+    csp = content_policy(script)
     css = (STATIC / "uPlot.min.css").read_text(encoding="utf-8") + "\n" + \
         (STATIC / "report.css").read_text(encoding="utf-8")
     boot = {"live": live, "model": None if live else model, "details": None if live else details}
@@ -618,6 +590,14 @@ def render_html(model, details=None, live=False):
     return out
 
 
+def content_policy(script):
+    """The page's Content-Security-Policy: its own script (by hash) and nothing else runs.
+    (`serve` also sends it as a header, with frame-ancestors, which a <meta> cannot carry.)"""
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
+    return (f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; "
+            f"img-src data: blob:; connect-src 'self'; base-uri 'none'; form-action 'none'")
+
+
 def _html_escape(text):
     return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
             .replace('"', "&quot;").replace("'", "&#x27;"))
@@ -635,24 +615,40 @@ def _import_pyplot():
     return plt
 
 
+# The chart's statuses as the page draws them: (status, colour, marker size, label).
+PNG_STATUSES = (("discard", "#9a9a9a", 16, "discarded"), ("keep", "#2ca02c", 30, "kept"),
+                ("crash", "#d62728", 20, "crash"), ("timeout", "#9467bd", 20, "timeout"),
+                ("checks_failed", "#e377c2", 20, "checks failed"))
+
+
 def progress_png(model, plt):
     """karpathy's progress.png: discards grey, keeps green, the running best as a step line."""
     import io
     runs = model["runs"]
     fig, ax = plt.subplots(figsize=(12, 6), dpi=120)
     xs = list(range(1, len(runs) + 1))
-    for status, color, size, label in (("discard", "#bbbbbb", 12, "discarded"), ("keep", "#2ca02c", 30, "kept")):
-        pts = [(x, r["metric"]) for x, r in zip(xs, runs) if r["status"] == status and r["metric"] is not None]
-        if pts:
-            ax.scatter(*zip(*pts), s=size, color=color, label=label, zorder=3)
-    failed = [(x, r["metric"]) for x, r in zip(xs, runs) if r["status"] in FAILED]
-    measured = [(x, m) for x, m in failed if m is not None]
-    if measured:   # failed checks still have a metric
-        ax.scatter(*zip(*measured), s=14, color="#d62728", label="failed checks", zorder=3)
-    lost = [x for x, m in failed if m is None]
-    if lost:
-        ax.scatter(lost, [0.01] * len(lost), marker="x", color="#d62728", s=20, label="crashed (no metric)",
-                   transform=ax.get_xaxis_transform(), clip_on=False, zorder=3)
+    lo, hi = model["yRange"]
+    edge = ax.get_xaxis_transform()   # x in data, y in axes fractions: for the edge markers
+    for status, color, size, label in PNG_STATUSES + tuple(
+            (st, "#8c564b", 20, st) for st in sorted({r["status"] for r in runs} - {p[0] for p in PNG_STATUSES})):
+        mine = [(x, r["metric"]) for x, r in zip(xs, runs) if r["status"] == status]
+        if not mine:
+            continue
+        inside = [(x, m) for x, m in mine if m is not None and (lo is None or lo <= m <= hi)]
+        above = [(x, m) for x, m in mine if m is not None and lo is not None and m > hi]
+        below = [(x, m) for x, m in mine if m is not None and lo is not None and m < lo]
+        lost = [x for x, m in mine if m is None]
+        ax.scatter([x for x, _ in inside] or [], [m for _, m in inside] or [], s=size, color=color,
+                   edgecolors="#555555" if status == "discard" else color, linewidths=0.5, zorder=3,
+                   label=f"{label} ({len(mine)})")
+        for points, y, marker in ((above, 0.985, "^"), (below, 0.015, "v")):   # off the scale: on the edge, with the value
+            for x, m in points:
+                ax.scatter([x], [y], marker=marker, s=40, color=color, edgecolors="#333333", linewidths=0.5,
+                           transform=edge, clip_on=False, zorder=4)
+                ax.annotate(f"{m:.6g}", (x, y), xycoords=edge, xytext=(6, 0), textcoords="offset points",
+                            fontsize=7, va="center", color="#333333")
+        if lost:   # no value (crash, timeout): a cross along the bottom in the status's colour
+            ax.scatter(lost, [0.03] * len(lost), marker="x", color=color, s=24, transform=edge, clip_on=False, zorder=3)
     for seg in model["segments"]:
         seg_pts = [(x, r["running_best"]) for x, r in zip(xs, runs)
                    if r["segment"] == seg["index"] and r["running_best"] is not None]
@@ -665,7 +661,6 @@ def progress_png(model, plt):
         if r["status"] == "keep" and r["metric"] is not None:
             ax.annotate(r["description"][:40], (x, r["metric"]), xytext=(4, 4), textcoords="offset points",
                         fontsize=7, rotation=30, color="#1a6e1a", annotation_clip=True, clip_on=True)
-    lo, hi = model["yRange"]
     if lo is not None:
         ax.set_ylim(lo, hi)
     unit = f" ({model['metricUnit']})" if model["metricUnit"] else ""
@@ -685,8 +680,10 @@ def progress_png(model, plt):
 
 
 def y_range(runs, direction):
-    """A y range that shows every kept run and most others (the worst outliers squash the chart)."""
-    values = sorted(r["metric"] for r in runs if r["metric"] is not None)
+    """A y range that shows every kept run and most other measurements: the worst outliers and a
+    failed run's value (not a result) would squash the chart; the page marks those at the edge."""
+    values = sorted(r["metric"] for r in runs if r["metric"] is not None and r["status"] in ("keep", "discard")) \
+        or sorted(r["metric"] for r in runs if r["metric"] is not None)
     if not values:
         return None, None
     kept = [r["metric"] for r in runs if r["status"] == "keep" and r["metric"] is not None] or values

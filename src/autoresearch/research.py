@@ -1,11 +1,10 @@
 """The research repo: where things live, the active config, file hashes and the scope.
 
-The config is the last `config` header of the log (DESIGN 4.2); everything the engine needs
+The config is the last `config` header of the log; everything the engine needs
 to run an experiment is in it, so the log alone is enough to continue after any restart.
 """
 
 import hashlib
-import json
 import os
 import time
 from pathlib import Path
@@ -53,14 +52,13 @@ def find(cwd=None, need_log=True):
 
 
 def load(repo, warn=None):
-    """(records, config, segment_runs, segment_index) from the log."""
-    records = log.read(repo.log, warn=warn)
-    segs = log.segments(records)
-    if not segs:
-        return records, None, [], 0
-    config, runs = segs[-1]
-    index = sum(1 for r in records if log.is_config(r)) - 1
-    return records, config, runs, max(index, 0)
+    """(records, config, segment_runs, segment_index) from the log, typed: `log.Config` and
+    `log.Run` records, the current segment's config (None without one) and its runs."""
+    night = log.load(repo.log, warn=warn)
+    seg = night.current
+    if seg is None:
+        return night.records, None, [], 0
+    return night.records, seg.config, seg.runs, seg.index
 
 
 def require_config(config):
@@ -72,14 +70,14 @@ def require_config(config):
 
 
 def all_runs(records):
-    return [r for r in records if log.is_run(r)]
+    return [r for r in records if isinstance(r, log.Run)]
 
 
 def next_run_number(records, repo=None):
     """One more than every run number in use: in the log and, given the repo, in
     refs/autoresearch/runs/N and .autoresearch/runs/N (a log moved aside must not make the
     next run overwrite the ref and files of an old run N)."""
-    numbers = [r.get("run") for r in all_runs(records) if isinstance(r.get("run"), int)]
+    numbers = [r.run for r in all_runs(records)]
     if repo is not None:
         numbers += gitops.run_numbers(repo.root)
         try:
@@ -125,28 +123,6 @@ def scope_fingerprint(repo, scope):
         h.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
         lines += sum(1 for line in data.split(b"\n") if line.strip())
     return h.hexdigest()[:16], lines
-
-
-def write_json_atomic(path, data):
-    """Write JSON so that readers see the old file or the new one, never half of one."""
-    tmp = f"{path}.tmp.{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=1, sort_keys=True)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def read_json(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def ensure_ignored(repo):

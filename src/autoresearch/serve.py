@@ -21,6 +21,12 @@ from autoresearch import cli, report
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
+# A connection that sends no complete request (or reads no reply) for this long is closed, so
+# idle or stalled clients cannot pile up threads and sockets.
+CONNECTION_TIMEOUT_S = 10
+# Sent with every answer: the page's script policy plus what only a header can say (no framing:
+# another page cannot overlay or click the report), and no guessing of content types.
+API_POLICY = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 
 
 def add_parsers(sub):
@@ -76,6 +82,7 @@ class LiveState:
         self.version, self.model = None, None
         self.warned = set()
         self.page = report.render_html(None, live=True).encode("utf-8")
+        self.page_policy = report.content_policy(report.page_script()) + "; frame-ancestors 'none'"
 
     def signature(self):
         parts = []
@@ -99,8 +106,9 @@ class LiveState:
                 model = report.build_model(self.root, Path(self.log_name), self.kwh_price, warn=self._warn_once)
                 model["live"] = True
                 energies = [{"energy": report.energy(report.read_steps(
-                    report.run_dir(self.root, r) / "steps.jsonl", 60), self.kwh_price)} for r in model["runs"]]
+                    report.run_dir(self.root, r), 60), self.kwh_price)} for r in model["runs"]]
                 report.add_energy_totals(model, energies)
+                report.add_ledger(model, self.root)
                 self.model, self.version = model, sig
             return self.model, self.version
 
@@ -117,7 +125,7 @@ class LiveState:
         if not cur or any(r["run"] == cur["run"] for r in model["runs"]):
             return {"run": None}
         folder = report.run_dir(self.root, {"run": cur["run"], "run_dir": cur.get("run_dir")})
-        return dict(cur, steps=report.read_steps(folder / "steps.jsonl", report.LIVE_POINTS))
+        return dict(cur, steps=report.read_steps(folder, report.LIVE_POINTS))
 
     def run_payload(self, number):
         model, _ = self.current_model()
@@ -130,6 +138,7 @@ class LiveState:
 class Handler(http.server.BaseHTTPRequestHandler):
     server_version = "autoresearch"
     live = None   # set by make_server
+    timeout = CONNECTION_TIMEOUT_S   # socket timeout of each connection (StreamRequestHandler)
 
     def do_GET(self):
         if not self._host_allowed():
@@ -137,7 +146,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         try:
             if url.path in ("/", "/index.html"):
-                return self._send(200, "text/html; charset=utf-8", self.live.page)
+                return self._send(200, "text/html; charset=utf-8", self.live.page, policy=self.live.page_policy)
             if url.path == "/api/model":
                 since = parse_qs(url.query).get("since", [None])[0]
                 return self._json(self.live.model_payload(since))
@@ -162,12 +171,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
         body = json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
         return self._send(status, "application/json; charset=utf-8", body)
 
-    def _send(self, status, ctype, body):
+    def _send(self, status, ctype, body, policy=API_POLICY):
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
+        self.send_header("Content-Security-Policy", policy)
+        self.send_header("X-Frame-Options", "DENY")
         self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Referrer-Policy", "no-referrer")
+        self.send_header("Cross-Origin-Resource-Policy", "same-origin")
         self.end_headers()
         self.wfile.write(body)
 

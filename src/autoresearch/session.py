@@ -42,7 +42,7 @@ def cmd_stop(args):
     before = state.read_session(repo) or {}
     session = state.write_session(repo, active=False, stopped=now_ms(), stop_reason=args.reason,
                                   segment=segment,
-                                  owner_session=before.get("owner_session", config.get("owner_session")))
+                                  owner_session=before.get("owner_session", config.owner_session))
     text = ("autoresearch: session stopped; `autoresearch resume` reopens it" if state.is_active(before)
             else "autoresearch: the session was already stopped")
     output.emit(args, text, {"ok": True, "active": False, "session": session})
@@ -53,7 +53,7 @@ def cmd_resume(args):
     repo, config, segment = _session_repo()
     before = state.read_session(repo) or {}
     owner = args.session or os.environ.get("CLAUDE_CODE_SESSION_ID") or \
-        before.get("owner_session", config.get("owner_session"))
+        before.get("owner_session", config.owner_session)
     session = state.write_session(repo, active=True, stopped=None, stop_reason=None, segment=segment,
                                   owner_session=owner, resumed=now_ms())
     text = "autoresearch: session active" + (f" (owner {owner})" if owner else "") + \

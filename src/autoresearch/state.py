@@ -4,7 +4,7 @@
   process dies, so a lock is never stale.
 - `.autoresearch/session.json`: {active, owner_session, segment, ...}; `stop`/`resume` flip it.
 - `.autoresearch/current.json`: written before a run touches git and removed after its record
-  is appended. Found with the lock free, it means the engine died mid-run: `recover()` records
+  is appended. Found with the lock free, it means the engine died mid-run: recovery.py records
   the run as a crash, kills what the benchmark left running, and restores the best commit.
 """
 
@@ -12,8 +12,8 @@ import fcntl
 import os
 import time
 
-from autoresearch import decide, gitops, log, runner
-from autoresearch.research import now_ms, read_json, write_json_atomic
+from autoresearch.files import read_json, write_json_atomic
+from autoresearch.research import now_ms
 
 
 class Lock:
@@ -107,101 +107,3 @@ def process_start_time(pid):
             return f.read().decode("ascii", "replace").rsplit(")", 1)[-1].split()[19]
     except (OSError, IndexError):
         return None
-
-
-def recover(repo, records, config, runs, segment, warn):
-    """Record an unfinished run (engine killed mid-run) as a crash and restore the best commit.
-
-    Must be called with the lock held. Returns the crash record, or None if there was nothing
-    to recover. Idempotent: a run whose record made it into the log is only cleaned up.
-    """
-    current = read_current(repo)
-    if current is None:
-        if os.path.exists(repo.current):  # unreadable: torn by a crash before the rename
-            clear_current(repo)
-        return None
-    run = current.get("run")
-    if not isinstance(run, int) or isinstance(run, bool) or run < 1:
-        warn(f"{repo.rel(repo.current)} names no valid run ({run!r}); removed it")
-        clear_current(repo)
-        return None
-    child = current.get("child_pid")
-    if isinstance(child, int) and child > 1 and current.get("child_start") \
-            and process_start_time(child) == current.get("child_start"):
-        runner.kill_group(child)
-    recorded = {r.get("run") for r in records if log.is_run(r)}
-    target = _restore_target(repo, runs, current)
-    crash = None
-    if run not in recorded:
-        head = gitops.head(repo.root)
-        commit = current.get("commit") or (head if head and head != current.get("base") else None)
-        if commit:
-            try:
-                gitops.set_run_ref(repo.root, run, str(commit))
-            except gitops.GitError as exc:  # the commit is gone: record the crash without it
-                warn(f"run {run}: could not keep its commit {str(commit)[:7]} ({exc})")
-                commit = None
-        pending = current.get("pending")
-        if isinstance(pending, dict) and pending.get("run") not in recorded:
-            log.append(repo.log, pending, warn=warn)
-        started = current.get("started")
-        started = started if isinstance(started, (int, float)) and not isinstance(started, bool) else now_ms()
-        crash = {
-            "run": run,
-            "commit": gitops.short(str(commit)) if commit else None,
-            "metric": None,
-            "metrics": {},
-            "status": "crash",
-            "description": current.get("description", ""),
-            "timestamp": now_ms(),
-            "segment": segment,
-            "confidence": None,
-            "asi": current.get("asi") or {},
-            "duration_s": round(max(0.0, time.time() - started / 1000), 3),
-            "reason": f"engine stopped mid-run (pid {current.get('pid')}, during {current.get('phase')}); "
-                      "recorded as a crash by the next engine call",
-            "best_before": None,
-            "threshold": None,
-            "diagnosis": None,
-            "run_dir": repo.rel(repo.run_dir(run)),
-            "ref": f"{gitops.RUNS_REF}/{run}" if commit else None,
-            "scope_hash": current.get("scope_hash"),
-            "scope_lines": current.get("scope_lines"),
-            "repeat_of": current.get("repeat_of"),
-        }
-        # Sanitised if need be (an --asi from an older engine): a record that cannot be written
-        # would leave current.json behind and every later call failing here.
-        log.append(repo.log, crash, warn=warn)
-        warn(f"run {run} was interrupted ({crash['reason']}); recorded it as a crash")
-    try:
-        _restore(repo, target, warn)
-    except gitops.GitError as exc:
-        warn(f"could not put HEAD back at the best commit ({exc}); check `git status`")
-    clear_current(repo)
-    return crash
-
-
-def _restore(repo, target, warn):
-    """Put HEAD back at `target`; keep edits made after the crash instead of wiping them."""
-    head = gitops.head(repo.root)
-    if not target or head == target:
-        return
-    if gitops.changed_tracked(repo.root, "HEAD"):
-        # The work tree moved on since the interrupted run (the agent kept editing): move HEAD
-        # and the index only, so those edits become the next run's change.
-        gitops.git(repo.root, "reset", "-q", "--mixed", target)
-        warn("HEAD is back at the best commit; your uncommitted edits are kept in the work tree")
-    else:
-        gitops.reset_hard(repo.root, target)
-
-
-def _restore_target(repo, runs, current):
-    best = decide.incumbent(runs)
-    if best is not None:
-        full = gitops.run_ref(repo.root, best.get("run"))
-        if full:
-            return full
-        if best.get("commit"):
-            return gitops.git(repo.root, "rev-parse", "--verify", "-q", best["commit"] + "^{commit}",
-                              check=False)
-    return current.get("base")

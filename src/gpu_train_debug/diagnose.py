@@ -12,9 +12,10 @@ the optimisation stay the same and only gradient accumulation grows.
 """
 
 import math
+import re
 
 from gpu_train_debug import accounting as acc
-from gpu_train_debug import memory, patterns
+from gpu_train_debug import logtext, memory, patterns
 
 FAMILIES = ("OOM", "GPU_UNSUPPORTED", "DTYPE_UNSUPPORTED", "NO_ACCELERATOR", "NAN_LOSS",
             "COMPILE_FAILURE", "MISSING_DEPENDENCY", "TOKENIZER", "DATA", "DISTRIBUTED",
@@ -25,6 +26,7 @@ DEFAULT_LRS = {"EMBEDDING_LR": 0.6, "UNEMBEDDING_LR": 0.004, "MATRIX_LR": 0.04, 
 # Loss (nats/token) or val_bpb this low in a 5-minute run means the model sees its targets.
 LEAK_LOSS = 0.3
 LEAK_BPB = 0.3
+_COMPILER_FRAME = re.compile(r"torch[/\\]_(?:dynamo|inductor)[/\\]|[/\\]triton[/\\]")
 _EVAL_FRAMES = ("evaluate_bpb", "def evaluate", "eval_loss", "in evaluate", "model.eval()")
 _STATE_FRAMES = ("setup_optimizer", "init_weights", ".to(device", "to_empty(", "_init_group",
                  "zeros_like", "in __init__")
@@ -33,7 +35,7 @@ _STATE_FRAMES = ("setup_optimizer", "init_weights", ".to(device", "to_empty(", "
 # A failure shows at the start (warnings, setup) or at the end (the traceback) of a log;
 # the middle is progress lines. Reading only these parts bounds the time for any log size.
 EXCERPT_HEAD = 64 * 1024
-EXCERPT_TAIL = 256 * 1024
+EXCERPT_TAIL = 128 * 1024
 
 
 def excerpt(log_text):
@@ -43,8 +45,8 @@ def excerpt(log_text):
 
 
 def diagnose(log_text, config=None, profile=None):
-    # train.py redraws its progress line with \r: make every update a line of its own.
-    log_text = excerpt(log_text or "").replace("\r\n", "\n").replace("\r", "\n")
+    # One failure per line: \r redraws split, ANSI colours, quote markers and wraps undone.
+    log_text = logtext.normalise(excerpt(log_text or ""))
     config = dict(config or {})
     profile = dict(profile or {})
     if "micro_batch" in config:
@@ -95,7 +97,12 @@ class _Diagnosis:
         self.reason = str(profile.get("reason") or "")
         # Memory numbers only when train.py's shape constants were read (never from defaults alone).
         shaped = any(name in config for name in ("DEPTH", "DEVICE_BATCH_SIZE", "TOTAL_BATCH_SIZE"))
+        # Without the template's constants the repo is some other benchmark: explanations then
+        # speak of its command, exception and output, not of training steps.
+        self.template = shaped
         self.inter = memory.intermediates(config) if shaped else {}
+        self.command = profile.get("command") if isinstance(profile.get("command"), str) else None
+        self.exit = logtext.exit_status(log_text, self.reason)
         self._log_facts()
 
     def _log_facts(self):
@@ -130,20 +137,42 @@ class _Diagnosis:
             result = self._too_good(forced=causal)
         elif found:
             code, family, match = found[0]
-            result = self._from_signature(code, family, match)
+            # Only a warning matched: an exception raised after it is what ended the run.
+            result = ((patterns.on_warning_line(self.log, match) and self._from_exception(after=match.end()))
+                      or self._from_signature(code, family, match))
         elif self.status == "timeout" or "timed out" in self.reason:
             result = self._timeout()
-        elif self._leaky():
+        elif self.template and self._leaky():
             result = self._too_good()
         elif any(not math.isfinite(x) for x in self.losses):
             result = self._nan("LOSS_DIVERGED")
         elif self._batch_invalid():
             result = self._batch_not_divisible()
         else:
-            result = self._unknown()
+            result = (self._from_results_row() or self._from_exception() or self._killed()
+                      or self._unknown())
         family, codes, fix, explanation = result
+        if not self.template and self.status != "implausible":
+            explanation = (explanation.rstrip() + " " + self._benchmark_context()).strip()
         return {"family": family, "codes": codes, "intermediates": self.inter, "fix": fix,
                 "explanation": explanation}
+
+    def _benchmark_context(self):
+        """What the benchmark itself showed: its command, how it ended, what it printed last."""
+        parts = []
+        ended = self.exit or ("the time limit" if self.status == "timeout" else None)
+        if self.command:
+            parts.append(f"The benchmark `{self.command}` ended with {ended or 'a failure'}.")
+            self.inter["command"] = self.command
+        elif ended:
+            parts.append(f"The benchmark ended with {ended}.")
+        if self.exit:
+            self.inter["exit_status"] = self.exit
+        last = logtext.last_printed(self.log)
+        if last:
+            self.inter["last_output_line"] = last
+            parts.append(f"Its last output line: {last!r}.")
+        return " ".join(parts)
 
     def _from_signature(self, code, family, match):
         if family == "OOM":
@@ -157,6 +186,25 @@ class _Diagnosis:
         if code == "BATCH_NOT_DIVISIBLE":
             return self._batch_not_divisible()
         handler = {
+            "GPU_TOO_OLD": self._gpu_too_old,
+            "BACKEND_OP_MISSING": self._backend_op,
+            "BINARY_MISMATCH": self._binary_mismatch,
+            "HUB_ACCESS_DENIED": self._hub_access,
+            "TOKENIZER_INCOMPATIBLE": self._tokenizer_incompatible,
+            "DEVICE_MISMATCH": self._device_mismatch,
+            "DEVICE_ASSERT": self._device_assert,
+            "CHECKPOINT_MISMATCH": self._checkpoint_mismatch,
+            "SHM_EXHAUSTED": self._shm,
+            "TORCH_TOO_OLD": self._torch_too_old,
+            "COMMAND_NOT_EXECUTABLE": self._not_executable,
+            "DISK_FULL": self._disk_full,
+            "PERMISSION_DENIED": self._permission,
+            "HUB_UNREACHABLE": self._hub,
+            "DATA_CORRUPT": self._corrupt,
+            "HOST_OOM_KILLED": self._host_oom,
+            "DIST_INIT_FAILED": self._nccl,
+            "SEGFAULT": self._segfault,
+            "LOSS_NEAR_ZERO": lambda m: self._too_good(forced=True),
             "FA_UNSUPPORTED_ARCH": self._fa_unsupported,
             "TRITON_GPU_TOO_OLD": self._triton_old,
             "TORCH_ARCH_UNSUPPORTED": self._arch_unsupported,
@@ -205,7 +253,11 @@ class _Diagnosis:
         else:
             code, where = "OOM_TRAIN_ACTIVATIONS", "in a training forward/backward pass"
         fix, how = self._oom_fix(code, oom)
-        text = (f"CUDA ran out of memory {where}. " + how)
+        if "ALLOC_FAILED" in match.group(0) or "MemoryAllocation" in match.group(0):
+            where += " (a cuBLAS/cuDNN workspace could not be allocated: GPU memory was full, often held by another process)"
+        device = ("The MPS device" if "MPS backend" in match.group(0) else "Metal" if "Metal" in context
+                  or "kIOGPU" in match.group(0) or "metal::" in match.group(0) else "CUDA")
+        text = (f"{device} ran out of memory {where}. " + how)
         return "OOM", [code], fix, text
 
     def _oom_fix(self, code, oom):
@@ -319,6 +371,12 @@ class _Diagnosis:
         if not torch_lacks_arch and any(word in context for word in ("flash", "fa3", "kernels", "flex_attention")):
             return "GPU_UNSUPPORTED", ["TORCH_ARCH_UNSUPPORTED"], self._set("ATTENTION_BACKEND", "sdpa"), (
                 "An attention kernel has no build for this GPU's architecture; use PyTorch SDPA.")
+        if "hip" in match.group(0).lower() or "isa" in match.group(0).lower():
+            return "GPU_UNSUPPORTED", ["TORCH_ARCH_UNSUPPORTED"], {}, (
+                "This ROCm build has no kernels for the GPU's architecture (HIP: invalid device function). "
+                "Install a ROCm torch built for this gfx target, or set HSA_OVERRIDE_GFX_VERSION to the "
+                "nearest supported one (10.3.0 for RDNA2, 11.0.0 for RDNA3); with an integrated and a "
+                "discrete GPU, pick the discrete one with HIP_VISIBLE_DEVICES.")
         return "GPU_UNSUPPORTED", ["TORCH_ARCH_UNSUPPORTED"], {}, (
             "This PyTorch build has no kernels for the GPU's architecture (for Blackwell, sm_100/"
             "sm_120, install a CUDA 12.8+ wheel). No train.py constant fixes it.")
@@ -359,13 +417,241 @@ class _Diagnosis:
             f"its name or path in the benchmark command/script (is the right virtual environment "
             f"on PATH?). No train.py constant fixes it.")
 
+    def _prepare_step(self):
+        """The command that makes the data: the one the log names, else the template's."""
+        said = logtext.suggested_command(self.log)
+        if said:
+            self.inter["suggested_command"] = said
+            return f"`{said}` (the command the log itself names)"
+        return "`python prepare.py`" if self.template else None
+
+    def _missing_path(self, match):
+        line = self._line(match)
+        quoted = re.search(r"['\"]([^'\"]+)['\"]", line[line.find(":") + 1:] if ":" in line else line)
+        named = quoted or re.search(r"(?<![\w.])([\w.~/\\-]*\w\.(?:model|bin|json|txt|pkl|parquet|npy|arrow|pt|safetensors))\b", line)
+        if named:
+            self.inter["missing_path"] = named.group(1)
+            return named.group(1)
+        return None
+
     def _tokenizer(self, match):
+        step = self._prepare_step()
+        path = self._missing_path(match)
+        what = f"`{path}`" if path else "the tokenizer file"
         return "TOKENIZER", ["TOKENIZER_MISSING"], {}, (
-            "The tokenizer files are missing; run `python prepare.py` once to train/download them.")
+            f"{what[0].upper() + what[1:]} is missing: the tokenizer was never built or downloaded, or the "
+            f"run looks in another folder. " + (f"Run {step} once to make it." if step else
+                                                 "Build or download it, or pass its path."))
 
     def _data(self, match):
+        step = self._prepare_step()
+        path = self._missing_path(match)
+        what = f"The data file `{path}`" if path else "Training data"
         return "DATA", ["DATA_SHARDS_MISSING"], {}, (
-            "Training data shards are missing; run `python prepare.py` to download/prepare them.")
+            f"{what} is missing: the data was not prepared, or the run reads it from another folder "
+            f"(a relative path depends on the working directory). " +
+            (f"Run {step} to prepare it." if step else "Prepare or download it, or fix its path."))
+
+    def _disk_full(self, match):
+        return "DATA", ["DISK_FULL"], {}, (
+            "The disk is full (ENOSPC: " + match.group(0) + "): a download, the data cache or a checkpoint "
+            "could not be written. Free space, or point the caches (HF_HOME, AUTORESEARCH_CACHE) and "
+            "outputs at a larger disk, then rerun.")
+
+    def _permission(self, match):
+        path = self._missing_path(match)
+        where = f"`{path}`" if path else "a file or folder it needs"
+        return "DATA", ["PERMISSION_DENIED"], {}, (
+            f"Permission denied on {where}: the run may not read or write it (often a cache owned by "
+            f"another user, or `/.cache` when HOME is unset). Make it writable (chown/chmod), or point "
+            f"the cache at a writable directory (HF_HOME, XDG_CACHE_HOME, AUTORESEARCH_CACHE).")
+
+    def _hub(self, match):
+        step = self._prepare_step()
+        return "DATA", ["HUB_UNREACHABLE"], {}, (
+            "The run could not reach Hugging Face and the files are not in the local cache. Download "
+            "them once on a machine with network" + (f" ({step})" if step else "") +
+            ", or set HF_ENDPOINT to a reachable mirror; HF_HUB_OFFLINE=1 works only with a filled cache.")
+
+    def _corrupt(self, match):
+        step = self._prepare_step()
+        return "DATA", ["DATA_CORRUPT"], {}, (
+            "A data file is truncated or corrupt (" + match.group(0)[:80] + "), usually an interrupted "
+            "download. Delete it and download or prepare it again" + (f" with {step}." if step else "."))
+
+    def _host_oom(self, match):
+        return "OOM", ["HOST_OOM_KILLED"], {}, (
+            "The process was killed with SIGKILL (exit 137 / exitcode -9), which is what the kernel's "
+            "OOM killer does when host RAM (not GPU memory) runs out. Lower the host memory use: fewer "
+            "DataLoader workers, memory-mapped data instead of loading it whole, a smaller model to "
+            "load, or a machine (or container limit) with more RAM.")
+
+    def _killed(self):
+        """No exception, but the engine saw the process die on SIGKILL / 137."""
+        if self.exit in ("SIGKILL", "exit 137") and self.status == "crash":
+            return self._host_oom(None)
+        if self.exit in ("SIGSEGV", "exit 139"):
+            return self._segfault(None)
+        return None
+
+    def _segfault(self, match):
+        return "UNKNOWN", ["SEGFAULT"], {}, (
+            "The process died on SIGSEGV (a segmentation fault in native code: a CUDA/C++ extension, a "
+            "DataLoader worker or a library built for another version). There is no Python traceback; "
+            "rerun with PYTHONFAULTHANDLER=1 (and CUDA_LAUNCH_BLOCKING=1) to see where.")
+
+    def _backend_op(self, match):
+        device = next((g for g in match.groups() if g), "")
+        if device.upper() == "MPS":
+            return "GPU_UNSUPPORTED", ["BACKEND_OP_MISSING"], {}, (
+                "The MPS backend has no kernel for an operator the run uses (" + match.group(0)[:90] + "). Set "
+                "PYTORCH_ENABLE_MPS_FALLBACK=1 so that operator runs on the CPU (slower), or use a newer torch.")
+        return "GPU_UNSUPPORTED", ["BACKEND_OP_MISSING"], self._set("ATTENTION_BACKEND", "sdpa") if "No operator found" in match.group(0) else {}, (
+            "The accelerator's backend has no kernel for an operator the run uses (" + match.group(0)[:90] + "): "
+            "use an implementation built for this device (PyTorch SDPA for attention) or a build that has it.")
+
+    def _binary_mismatch(self, match):
+        return "MISSING_DEPENDENCY", ["BINARY_MISMATCH"], {}, (
+            "A compiled extension does not match what is installed (" + match.group(0)[:100] + "): it was "
+            "built for another torch/CUDA, or the CUDA toolkit it needs is absent. Reinstall that package "
+            "built for the installed torch (e.g. `pip install --force-reinstall --no-build-isolation <pkg>`), "
+            "or install the matching CUDA toolkit / set CUDA_HOME.")
+
+    def _hub_access(self, match):
+        return "DATA", ["HUB_ACCESS_DENIED"], {}, (
+            "Hugging Face refused the download (" + match.group(0)[:80] + "): the repo is gated, private or "
+            "misspelled. Log in (`huggingface-cli login` or HF_TOKEN), accept the model's terms on its page, "
+            "and check the repo id.")
+
+    def _tokenizer_incompatible(self, match):
+        return "TOKENIZER", ["TOKENIZER_INCOMPATIBLE"], {}, (
+            "The tokenizer file was written by a newer `tokenizers`/`transformers` than the one installed ("
+            + match.group(0)[:90] + "): upgrade them (`pip install -U tokenizers transformers`).")
+
+    def _device_mismatch(self, match):
+        return "CONFIG_INVALID", ["DEVICE_MISMATCH"], {}, (
+            "Two tensors of one operation live on different devices or dtypes (" + match.group(0)[:90] + "): "
+            "a tensor created in the code was not moved with `.to(device)` (or cast). Move it where the model "
+            "is, or revert the edit.")
+
+    def _device_assert(self, match):
+        return "CONFIG_INVALID", ["DEVICE_ASSERT"], {}, (
+            "A CUDA kernel's bounds check failed (device-side assert): an index is out of range, most often a "
+            "token id >= the vocabulary size or a label outside the classes. Check VOCAB_SIZE against the "
+            "tokenizer; rerun with CUDA_LAUNCH_BLOCKING=1 to see the operation.")
+
+    def _checkpoint_mismatch(self, match):
+        return "CONFIG_INVALID", ["CHECKPOINT_MISMATCH"], {}, (
+            "The checkpoint does not fit the model (" + match.group(0)[:80] + "): the architecture constants "
+            "differ from the ones it was saved with. Use the same config, or start without the checkpoint.")
+
+    def _shm(self, match):
+        return "OOM", ["SHM_EXHAUSTED"], {}, (
+            "DataLoader workers ran out of shared memory (/dev/shm), common in containers: raise it "
+            "(`docker run --shm-size=8g`) or use fewer DataLoader workers (num_workers=0).")
+
+    def _gpu_too_old(self, match):
+        return "GPU_UNSUPPORTED", ["GPU_TOO_OLD"], {}, (
+            "This GPU's compute capability is below what the software supports (" + match.group(0)[:100] +
+            "). No setting fixes it: use a newer GPU, or a release of the library that still supports it.")
+
+    def _torch_too_old(self, match):
+        attr = next((g for g in match.groups() if g), None)
+        if attr:
+            self.inter["missing_attribute"] = attr
+        return "MISSING_DEPENDENCY", ["TORCH_TOO_OLD"], {}, (
+            "The installed torch is too old for this code (" + match.group(0)[:100] + "): upgrade it "
+            "(`pip install -U torch`, or `uv add 'torch>=2.5'`); torch.compile needs 2.0, "
+            "torch.compiler 2.1.")
+
+    def _not_executable(self, match):
+        command = match.group(1)
+        self.inter["not_executable"] = command
+        return "MISSING_DEPENDENCY", ["COMMAND_NOT_EXECUTABLE"], {}, (
+            f"The shell could not execute `{command}` (permission denied, exit 126): make it executable "
+            f"(`chmod +x {command}`) or run it through its interpreter (`bash {command}`).")
+
+    # -- a results.tsv row whose description names the cause -------------------------------
+
+    _RESULTS_ROW = re.compile(r"^[0-9a-z]{6,40}\t(?:[^\t\n]*\t){1,4}crash\t([^\t\n]+)", re.M)
+    _DESCRIBED = (
+        (re.compile(r"\bOOM\b|out of memory|OutOfMemory", re.I), "CUDA out of memory"),
+        (re.compile(r"\bnan\b|diverg|\binf\b|explod", re.I), "loss: nan"),
+        (re.compile(r"compile|triton|inductor", re.I), "InductorError"),
+        (re.compile(r"shape|size mismatch", re.I), "mat1 and mat2 shapes cannot be multiplied"),
+        (re.compile(r"\bbf16\b|bfloat16", re.I), "bf16 is not supported"),
+        (re.compile(r"flash", re.I), "FlashAttention only supports this GPU"),
+    )
+
+    def _from_results_row(self):
+        """An autoresearch results.tsv `crash` row: its description is all there is to go on."""
+        rows = self._RESULTS_ROW.findall(self.log[-65536:])
+        if not rows:
+            return None
+        said = rows[-1].strip()
+        self.inter["results_description"] = said
+        for regex, canonical in self._DESCRIBED:
+            if regex.search(said):
+                self.log += "\n" + canonical + "\n"
+                code, family, match = patterns.scan(self.log)[0]
+                family, codes, fix, text = self._from_signature(code, family, match)
+                return family, codes, fix, f"results.tsv marks the run a crash: {said!r}. " + text
+        if re.search(r"time ?out|timed out|\bhang|stuck", said, re.I):
+            family, codes, fix, text = self._timeout()
+            return family, codes, fix, f"results.tsv marks the run a crash: {said!r}. " + text
+        return None
+
+    # -- exceptions the signatures do not know --------------------------------------------
+
+    _GENERIC = ("RuntimeError", "Exception", "AssertionError", "OSError", "SystemError")
+    _CODE_ERRORS = ("NameError", "SyntaxError", "IndentationError", "TabError", "UnboundLocalError",
+                    "TypeError", "AttributeError", "IndexError", "KeyError", "ZeroDivisionError",
+                    "ValueError", "AssertionError", "RecursionError", "NotImplementedError")
+
+    def _from_exception(self, after=0):
+        raised = logtext.last_exception(self.log)
+        if raised is None or raised.start < after:
+            return None
+        self.inter["exception"] = raised.text()[:300]
+        if raised.file:
+            self.inter["exception_at"] = raised.where()
+        where = f" at {raised.where()}" if raised.file else ""
+        name = raised.name
+        frame = raised.file or (logtext.deepest_frame(self.log) or ("",))[0]
+        if name in self._GENERIC and _COMPILER_FRAME.search(frame or ""):
+            # The message was cut off, but the traceback ends inside torch.compile's stack.
+            fix = self._set("COMPILE", False)
+            return "COMPILE_FAILURE", ["TORCH_COMPILE_FAILED"], fix, (
+                f"{raised.text()} was raised inside torch.compile ({frame}): the compiler stack failed, "
+                f"not the model. Run eager" + (" with COMPILE=False." if fix else " (drop torch.compile)."))
+        if name == "KeyError" and re.search(r"[/\\]", raised.message) and "data" in raised.message.lower():
+            return "DATA", ["DATASET_UNKNOWN"], {}, (
+                f"{raised.text()}{where}: the dataset path is not one the code knows. Use a dataset name "
+                f"or folder the code lists (its config or README), or register the new one.")
+        if name in self._CODE_ERRORS:
+            hint = self._code_hint(raised)
+            return "CONFIG_INVALID", ["CODE_ERROR"], {}, (
+                f"The {'training script' if self.template else 'benchmark'} raised {raised.text()}{where}: "
+                f"a bug in the code (often the last edit), not a resource limit. " + hint)
+        if name == "FileNotFoundError":
+            return "DATA", ["FILE_MISSING"], {}, (
+                f"A file the run reads is missing: {raised.text()}{where}. Create or download it, or fix "
+                f"its path (relative paths depend on the working directory).")
+        if name == "ImportError":
+            return "MISSING_DEPENDENCY", ["PACKAGE_VERSION"], {}, (
+                f"{raised.text()}{where}: an installed package is a different version than the code "
+                f"expects. Install the version the project pins (its requirements or lock file).")
+        return None
+
+    def _code_hint(self, raised):
+        if raised.name == "NameError":
+            name = re.search(r"name '([^']+)' is not defined", raised.message)
+            if name:
+                self.inter["undefined_name"] = name.group(1)
+                return f"Define or import `{name.group(1)}` before it is used, or revert the edit."
+        if raised.name in ("SyntaxError", "IndentationError", "TabError"):
+            return "Fix the syntax at that line, or revert the edit."
+        return "Fix or revert the code at that line."
 
     def _shape(self, match):
         head = self.config.get("HEAD_DIM")
@@ -412,12 +698,34 @@ class _Diagnosis:
             "so gradient accumulation is not a whole number of micro-batches.")
 
     def _nccl(self, match):
-        code = "NCCL_TIMEOUT" if "Watchdog" in match.group(0) else "NCCL_ERROR"
+        text = match.group(0)
+        code = ("NCCL_TIMEOUT" if "Watchdog" in text else "NCCL_ERROR" if "NCCL" in text or "nccl" in text
+                or "DistBackend" in text else "DIST_INIT_FAILED")
+        if "doesn't have NCCL built in" in text:
+            return "DISTRIBUTED", [code], {}, (
+                "This torch build has no NCCL (macOS, Windows or a CPU wheel): launch one process "
+                "without torch.distributed, or use the gloo backend.")
+        if code == "DIST_INIT_FAILED" and ("Address already in use" in text or "98" in text or "EADDRINUSE" in text
+                                           or "server socket" in text):
+            return "DISTRIBUTED", [code], {}, (
+                "The rendezvous port is taken (address already in use): another run, or a stale process of an "
+                "earlier one, holds it. Give this run another port (`torchrun --master_port=29501`, or "
+                "`--rdzv_endpoint=localhost:0` to pick a free one) or end the old process.")
+        if code == "DIST_INIT_FAILED":
+            return "DISTRIBUTED", [code], {}, (
+                "The distributed set-up failed before training (" + text[:80] + "): the launcher, the "
+                "rendezvous or the build's MPI/NCCL support does not match how the run was started. "
+                "For one GPU, run a single process without the multi-GPU path.")
         return "DISTRIBUTED", [code], {}, (
             "A collective (NCCL) operation failed or timed out: one rank crashed or took a different "
             "code path. Look for the first rank's own error; single-GPU runs should not use NCCL.")
 
     def _timeout(self):
+        if not self.template and self.last is None:
+            return "TIMEOUT", ["STALL"], {}, (
+                "The benchmark ran out of time without finishing (a hang, or work that takes longer "
+                "than the timeout). Look at what it printed last; raise the timeout only if the work "
+                "is legitimately longer.")
         if self.last is None:
             fix = self._set("COMPILE", False)
             return "TIMEOUT", ["STALL_BEFORE_FIRST_STEP"], fix, (
@@ -455,11 +763,18 @@ class _Diagnosis:
             "evaluation is unchanged and the model cannot see future tokens; rerun to confirm.")
 
     def _unknown(self):
-        line = patterns.last_error_line(self.log)
+        raised = logtext.last_exception(self.log)
+        line = raised.text() if raised else patterns.last_error_line(self.log)
         if line:
-            self.inter["error_line"] = line
+            self.inter["error_line"] = line[:300]
+        where = f" at {raised.where()}" if raised and raised.file else ""
         return "UNKNOWN", ["UNKNOWN"], {}, (
-            "No known failure signature: " + (line or "the log has no error line") + ".")
+            "No known failure signature: " + (line + where if line else "the log has no error line") + ".")
+
+    def _line(self, match):
+        start = self.log.rfind("\n", 0, match.start()) + 1
+        stop = self.log.find("\n", match.end())
+        return self.log[start:len(self.log) if stop < 0 else stop]
 
 
 def _round_sig(value, digits=3):

@@ -14,8 +14,12 @@ _M = re.MULTILINE
 SIGNATURES = [
     ("OOM", "OOM", re.compile(
         r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|HIP out of memory"
-        r"|MPS backend out of memory"),
-     ('out of memory', 'outofmemoryerror')),
+        r"|MPS backend out of memory|Tried to allocate [\d.]+ ?[KMGT]i?B \(GPU \d+; [\d.]+ ?[KMGT]i?B total capacity"
+        r"|kIOGPUCommandBufferCallbackErrorOutOfMemory|\[metal::malloc\] Attempting to allocate"
+        r"|\bO?OM [Dd]etected|RESOURCE_EXHAUSTED: Out of memory|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED"
+        r"|cudaErrorMemoryAllocation"),
+     ('out of memory', 'outofmemoryerror', 'total capacity', 'erroroutofmemory', 'metal::malloc',
+      'om detected', 'resource_exhausted', 'alloc_failed', 'cudaerrormemoryallocation')),
     ("CAUSAL_LEAK", "LOSS_TOO_GOOD", re.compile(
         r"CAUSALITY VIOLATION|the model sees future tokens"),
      ('causality violation', 'sees future tokens')),
@@ -30,10 +34,22 @@ SIGNATURES = [
     ("TRITON_GPU_TOO_OLD", "GPU_UNSUPPORTED", re.compile(
         r"too old to be supported by the triton GPU compiler"),
      ('too old to be supported',)),
+    # The whole GPU is below what the software supports (a P100 for vLLM, a Kepler for torch).
+    ("GPU_TOO_OLD", "GPU_UNSUPPORTED", re.compile(
+        r"GPUs? with compute capability (?:below|lower than|less than|< ?)\s*\d+(?:\.\d+)? (?:are|is) not supported"
+        r"|(?:CUDA capability|compute capability) [\d.]+ (?:is )?(?:not supported|too old)|GPU is too old", _I),
+     ('not supported', 'too old')),
     ("TORCH_ARCH_UNSUPPORTED", "GPU_UNSUPPORTED", re.compile(
-        r"with CUDA capability sm_\d+ is not compatible with the current PyTorch installation"
-        r"|no kernel image is available for execution on the device"),
-     ('is not compatible with the current pytorch', 'no kernel image')),
+        r"with CUDA capabilit(?:y|ies) sm_\d+ is not compatible with the current PyTorch installation"
+        r"|no kernel image is available for execution on the device|HIP error: invalid device function"
+        r"|hipErrorInvalidDeviceFunction|HSA_STATUS_ERROR_INVALID_ISA", _I),
+     ('is not compatible with the current pytorch', 'no kernel image', 'invalid device function',
+      'invaliddevicefunction', 'invalid_isa')),
+    # The accelerator's backend lacks an operator (MPS's prototype coverage, xformers built without CUDA).
+    ("BACKEND_OP_MISSING", "GPU_UNSUPPORTED", re.compile(
+        r"is not current(?:ly)? implemented for the (MPS|XPU|HPU|Meta) device|not currently supported on the (MPS) backend"
+        r"|No operator found for `?\w+`?|not implemented for '(?:Half|BFloat16)'", _I),
+     ('implemented for the', 'not currently supported on the', 'no operator found for', "not implemented for '")),
     ("BF16_UNSUPPORTED", "DTYPE_UNSUPPORTED", re.compile(
         r"does not support bfloat16|bf16 is not supported|bfloat16 is not supported"
         r"|Bf16 requires|only supported on GPUs with compute capability of at least 8", _I),
@@ -45,28 +61,80 @@ SIGNATURES = [
     ("MISSING_PACKAGE", "MISSING_DEPENDENCY", re.compile(
         r"ModuleNotFoundError: No module named '([\w.]+)'|ImportError: No module named ([\w.]+)"),
      ('no module named',)),
-    # The shell could not start a command (exit 127): `bash: line 3: foo: command not found`,
-    # dash's `sh: 1: foo: not found`, `bash: ./run.sh: No such file or directory`. Anchored to
-    # the shell's own format so Python's `[Errno 2] No such file or directory: 'x'` is not it.
+    # The installed torch predates an API the code calls (torch.compile is 2.0, torch.compiler 2.1).
+    ("TORCH_TOO_OLD", "MISSING_DEPENDENCY", re.compile(
+        r"module 'torch(?:\.[\w.]+)?' has no attribute '(\w+)'|requires PyTorch (?:version )?([\d.]+) or (?:higher|newer|later)"
+        r"|torch\.compile requires PyTorch [\d.]+", _I),
+     ("module 'torch", 'requires pytorch')),
+    # A compiled extension does not match what is installed: a CUDA library, a torch ABI.
+    ("BINARY_MISMATCH", "MISSING_DEPENDENCY", re.compile(
+        r"undefined symbol: \S+|cannot open shared object file|DLL load failed|CUDA_HOME environment variable is not set"
+        r"|No CUDA runtime is found|Microsoft Visual C\+\+ [\d.]+ or greater is required|nvcc: not found|nvcc fatal", _I),
+     ('undefined symbol', 'cannot open shared object', 'dll load failed', 'cuda_home', 'no cuda runtime',
+      'visual c++', 'nvcc')),
+    # The shell could not start a command (exit 127): bash's `foo: command not found`, dash's
+    # `sh: 1: foo: not found`, `bash: ./run.sh: No such file or directory`, a Chinese locale's
+    # `foo：未找到命令`, or a launcher reporting status 127. Tied to the shell's wording so that
+    # Python's `[Errno 2] No such file or directory: 'x'` is not taken for it.
     ("MISSING_COMMAND", "MISSING_DEPENDENCY", re.compile(
-        r"^(?:[^\n:]*: )?(?:line \d+: )?([^\s:'\"]+): command not found\s*$"
-        r"|^[^\n:]*\bsh: \d+: ([^\s:'\"]+): not found\s*$"
-        r"|^[^\n:]*\b(?:bash|sh|zsh|dash)(?:: line \d+)?: ([^\s:'\"]+): No such file or directory\s*$", _M),
-     ('command not found', ': not found', 'no such file or directory')),
+        r"(?:^|[\s\"'“`(])([^\s:'\"“”`]+): command not found"
+        r"|\bsh: \d+: ([^\s:'\"]+): not found"
+        r"|^[^\n:]*\b(?:bash|sh|zsh|dash)(?:: line \d+)?: ([^\s:'\"]+): No such file or directory\s*$"
+        r"|([^\s:：'\"]+)\s*[:：]\s*未找到命令"
+        r"|(?:failed with|exit(?:ed with)?) (?:code|status) 127\b", _M),
+     ('command not found', ': not found', 'no such file or directory', '未找到命令', ' 127')),
+    ("COMMAND_NOT_EXECUTABLE", "MISSING_DEPENDENCY", re.compile(
+        r"^[^\n:]*\b(?:bash|sh|zsh|dash)(?:: line \d+)?: ([^\s:'\"]+): Permission denied\s*$", _M),
+     ('permission denied',)),
     ("TORCH_COMPILE_FAILED", "COMPILE_FAILURE", re.compile(
         r"Windows not yet supported for torch\.compile|Cannot find a working triton installation"
         r"|BackendCompilerFailed|InductorError|torch\._dynamo\.exc\.\w+|InvalidCxxCompiler"
-        r"|CppCompileError|not yet supported for torch\.compile"),
-     ('torch.compile', 'triton installation', 'backendcompilerfailed', 'inductorerror', 'torch._dynamo.exc', 'invalidcxxcompiler', 'cppcompileerror')),
+        r"|CppCompileError|not yet supported for torch\.compile|LLVM ERROR|[/\\]\.triton[/\\]llvm[/\\]"
+        r"|triton\.compiler\.errors\.\w+|CompilationError: at \d+:\d+|Failed to find C compiler"
+        r"|Python\.h: No such file or directory|Command '\['which', 'c\+\+'\]' returned non-zero"),
+     ('torch.compile', 'triton installation', 'backendcompilerfailed', 'inductorerror', 'torch._dynamo.exc',
+      'invalidcxxcompiler', 'cppcompileerror', 'llvm error', '.triton', 'compilationerror', 'c compiler',
+      'python.h', "'which', 'c++'")),
+    ("DISK_FULL", "DATA", re.compile(
+        r"No space left on device|\[Errno 28\]|Not enough disk space|Disk quota exceeded|\bENOSPC\b", _I),
+     ('no space left', 'errno 28', 'not enough disk space', 'disk quota', 'enospc')),
+    ("PERMISSION_DENIED", "DATA", re.compile(
+        r"PermissionError|\[Errno 13\] Permission denied|\bEACCES\b"),
+     ('permissionerror', 'errno 13', 'eacces')),
+    ("TOKENIZER_INCOMPATIBLE", "TOKENIZER", re.compile(
+        r"data did not match any variant of untagged enum \w+|Tokenizer class \w+ does not exist or is not currently imported"),
+     ('untagged enum', 'tokenizer class')),
     ("TOKENIZER_MISSING", "TOKENIZER", re.compile(
-        r"(?:FileNotFoundError|No such file or directory)[^\n]*(?:tokenizer|token_bytes)|no tokenizer at", _I),
-     ('filenotfounderror', 'no such file', 'no tokenizer at')),
+        r"(?:FileNotFoundError|No such file|NoSuchFileException|Unable to open|Failed to open|Could not find|cannot find"
+        r"|not found)[^\n]*tokeni[sz]er|no tokenizer at|AssertionError: [^\n]*tokeni[sz]er|Can't load tokenizer", _I),
+     ('filenotfounderror', 'no such file', 'nosuchfileexception', 'unable to open', 'failed to open',
+      'could not find', 'cannot find', 'not found', 'no tokenizer at', 'assertionerror', "can't load tokenizer")),
+    ("HUB_ACCESS_DENIED", "DATA", re.compile(
+        r"GatedRepoError|401 Client Error|403 Client Error|RepositoryNotFoundError|Invalid user token"
+        r"|Access to model [^\n]* is restricted|You are trying to access a gated repo"),
+     ('gatedrepoerror', '401 client error', '403 client error', 'repositorynotfounderror', 'invalid user token',
+      'is restricted', 'gated repo')),
+    ("HUB_UNREACHABLE", "DATA", re.compile(
+        r"LocalEntryNotFoundError|OfflineModeIsEnabled|cannot reach Hugging Face"
+        r"|host='huggingface\.co'[^\n]*(?:Max retries|Failed to establish|timed out)"
+        r"|We couldn't connect to 'https://huggingface\.co'|Temporary failure in name resolution|Network is unreachable"
+        r"|Name or service not known|Max retries exceeded with url"),
+     ('localentrynotfounderror', 'offlinemodeisenabled', 'cannot reach hugging face', "huggingface.co'",
+      'name resolution', 'network is unreachable', 'service not known', 'max retries exceeded')),
+    ("DATA_CORRUPT", "DATA", re.compile(
+        r"Parquet magic bytes not found|Parquet file size is 0 bytes|Couldn't deserialize thrift"
+        r"|ArrowInvalid[^\n]*(?:corrupt|parquet|file)|file is corrupted|not a zip file|Unexpected end of file"
+        r"|HeaderTooLarge|invalid load key|PytorchStreamReader failed|failed finding central directory"
+        r"|Error while deserializing header|EOFError: Ran out of input", _I),
+     ('magic bytes', 'file size is 0 bytes', 'thrift', 'arrowinvalid', 'corrupted', 'not a zip file',
+      'unexpected end of file', 'headertoolarge', 'invalid load key', 'pytorchstreamreader', 'central directory',
+      'deserializing header', 'ran out of input')),
     ("DATA_SHARDS_MISSING", "DATA", re.compile(
-        r"(?:FileNotFoundError|No such file or directory)[^\n]*(?:\.parquet|shard_|[/\\]data\b)"
-        r"|No (?:parquet|data|training) (?:files|shards) found|no prepared data in"
-        r"|the prepared split has no documents|cannot reach Hugging Face to download", _I),
+        r"(?:FileNotFoundError|No such file or directory)[^\n]*(?:\.parquet|\.bin\b|\.npy|\.arrow|\.jsonl?|shard_|[/\\]data\b|dataset)"
+        r"|No (?:parquet|data|training) (?:files|shards) found|no prepared data in|dataset files not found"
+        r"|the prepared split has no documents|Training dataset files not found", _I),
      ('filenotfounderror', 'no such file', 'files found', 'shards found', 'no prepared data',
-      'prepared split has no documents', 'cannot reach hugging face')),
+      'prepared split has no documents', 'files not found')),
     ("BATCH_NOT_DIVISIBLE", "CONFIG_INVALID", re.compile(
         r"assert[^\n]*TOTAL_BATCH_SIZE\s*%|TOTAL_BATCH_SIZE[^\n]*(?:not divisible|must be divisible|not a multiple)"),
      ('total_batch_size',)),
@@ -78,29 +146,79 @@ SIGNATURES = [
         r"|The size of tensor a \(\d+\) must match|size mismatch for|must be divisible by"
         r"|Expected [^\n]* to have [^\n]* but got"),
      ('mat1 and mat2', 'is invalid for input of size', 'the size of tensor a', 'size mismatch for', 'must be divisible by', 'but got')),
+    ("DEVICE_MISMATCH", "CONFIG_INVALID", re.compile(
+        r"Expected all tensors to be on the same device|Input type \([^)]*\) and weight type \([^)]*\) should be the same"
+        r"|expected (?:scalar type|mat1 and mat2 to have the same dtype)|found dtype \w+ but expected \w+", _I),
+     ('expected all tensors', 'should be the same', 'expected scalar type', 'same dtype', 'but expected')),
+    ("DEVICE_ASSERT", "CONFIG_INVALID", re.compile(
+        r"device-side assert triggered|Assertion `[^`]*(?:srcIndex < srcSelectDimSize|t >= 0 && t < n_classes|index out of bounds)"),
+     ('device-side assert', 'srcindex', 'n_classes', 'index out of bounds')),
+    ("CHECKPOINT_MISMATCH", "CONFIG_INVALID", re.compile(
+        r"Error\(s\) in loading state_dict|Missing key\(s\) in state_dict|Unexpected key\(s\) in state_dict"),
+     ('in loading state_dict', 'in state_dict')),
+    ("SHM_EXHAUSTED", "OOM", re.compile(
+        r"insufficient shared memory \(shm\)|Unexpected bus error encountered in worker|No space left on device[^\n]*/dev/shm"
+        r"|out of shared memory|killed by signal: Bus error", _I),
+     ('shared memory', 'bus error', '/dev/shm')),
+    # The kernel's OOM killer (or a cgroup limit) ended the process: SIGKILL, exit 137 (128+9).
+    ("HOST_OOM_KILLED", "OOM", re.compile(
+        r"exitcode\s*:\s*-9\b|Signal 9 \(SIGKILL\)|exit code 137\b|interrupted by signal 9|killed by signal: Killed"
+        r"|Memory cgroup out of memory|Out of memory: Kill(?:ed)? process|\boom-kill(?:er)?\b|^Killed\s*$"
+        r"|exit status 137\b|returned non-zero exit status -9", _I | _M),
+     ('exitcode', 'signal 9', '137', 'killed', 'out of memory: kill', 'oom-kill')),
     ("NCCL_TIMEOUT", "DISTRIBUTED", re.compile(
-        r"Watchdog caught collective operation timeout"),
+        r"Watchdog caught collective"),
      ('watchdog caught',)),
     ("NCCL_ERROR", "DISTRIBUTED", re.compile(
-        r"NCCL error in:|DistBackendError|ncclUnhandledCudaError|ncclSystemError|ncclInternalError"),
+        r"NCCL error\b|DistBackendError|ncclUnhandledCudaError|ncclSystemError|ncclInternalError"
+        r"|Distributed package doesn't have NCCL built in|ncclInvalidUsage|NCCL communicator was aborted"
+        r"|ncclCommInitRank failed|NCCL Error \d"),
      ('nccl', 'distbackenderror')),
+    ("DIST_INIT_FAILED", "DISTRIBUTED", re.compile(
+        r"MPI support is disabled|Default process group has not been initialized|DistNetworkError"
+        r"|(?:errno: 98 - |os error 98|EADDRINUSE|\[Errno 98\] )Address already in use|Address already in use \(os error 98\)"
+        r"|server socket has failed to (?:bind|listen)"
+        r"|The client socket has timed out after|Connection reset by peer[^\n]*(?:TCPStore|c10d)|\bc10d\b[^\n]*(?:failed|timed out)"),
+     ('mpi support is disabled', 'process group has not been initialized', 'distnetworkerror',
+      'client socket has timed out', 'c10d', 'address already in use', 'server socket has failed')),
     ("FP16_LOSS_SCALE_OVERFLOW", "NAN_LOSS", re.compile(
-        r"Overflow detected\. Skipping step|Gradient overflow\.\s+Skipping step|Minimum loss scale reached"),
-     ('overflow detected', 'gradient overflow', 'minimum loss scale')),
+        r"Overflow detected\. Skipping step|Gradient overflow\.\s+Skipping step|Minimum loss scale reached"
+        r"|OVERFLOW! Rank \d+ Skipping step|Current loss scale already at minimum"),
+     ('overflow detected', 'gradient overflow', 'minimum loss scale', 'overflow! rank', 'already at minimum')),
     ("LOSS_DIVERGED", "NAN_LOSS", re.compile(
-        r"\bloss\s*[:=]\s*[-+]?(?:nan|inf)\b|Loss is (?:NaN|inf)|non-finite loss|^FAIL\s*$"
-        r"|the run diverged|val_bpb is (?:nan|inf)", _I | _M),
-     ('nan', 'inf', 'fail', 'non-finite', 'diverged')),
+        r"\bloss\b['\"`]*\s*(?:is\s+|[:=]\s*|\d+\s+)?['\"]*[-+]?(?:nan|inf)\b|Loss is (?:NaN|inf)|non-finite loss|^FAIL\s*$"
+        r"|the run diverged|val_bpb is (?:nan|inf)|nonfinite (?:grad|param)|returned nan values"
+        r"|\bgrad[_ ]norm['\"]?\s*[:=]?\s*(?:nan|inf)\b"
+        r"|\bloss\b(?:[^\n.;]|\.(?=\d)){0,40}\b(?:and|but|then|becomes?|became|turns?(?: into)?|goes to|went to)\s+(?:-?nan|-?inf)\b", _I | _M),
+     ('nan', 'inf', 'fail', 'non-finite', 'nonfinite', 'diverged')),
+    # A native crash: no Python exception, the process died on SIGSEGV.
+    ("SEGFAULT", "UNKNOWN", re.compile(
+        r"Segmentation fault|exitcode\s*:\s*-11\b|signal: Segmentation|SIGSEGV|exit code 139\b", _I),
+     ('segmentation', 'exitcode', 'sigsegv', '139')),
+    # A user's own report that the loss fell to about zero (the leak shows as a too-good loss).
+    ("LOSS_NEAR_ZERO", "LOSS_TOO_GOOD", re.compile(
+        r"\bloss\b[^\n]{0,12}?\b(?:goes|went|go|dropp?(?:ed|s)?|fell|falls?|becomes?|became|collapses?d?)\s+(?:down\s+)?"
+        r"(?:to\s+)?(?:almost\s+|nearly\s+)?(?:zero|0(?:\.0+)?)\b(?!\.\d*[1-9])"
+        r"|(?:almost|nearly|near)\s+(?:0|zero)\s+(?:training\s+|train\s+|validation\s+|val\s+|and\s+)*loss", _I),
+     ('zero', 'to 0', 'become 0', 'becomes 0', 'became 0', 'almost 0', 'nearly 0', 'near 0')),
 ]
+
+# Codes whose line, when it is only a warning, must not outrank a real error elsewhere.
+WARNING_LINE = re.compile(r"warn(?:ing)?\b|UserWarning|FutureWarning|DeprecationWarning", _I)
 
 
 # Numbers inside PyTorch's OOM message (c10/cuda/CUDACachingAllocator.cpp).
-_SIZE = r"([\d.]+) (bytes|[KMGT]iB)"
+_SIZE = r"([\d.]+) ?(bytes|[KMGT]i?B)"
 OOM_TRIED = re.compile(r"Tried to allocate " + _SIZE)
 OOM_TOTAL = re.compile(r"total capac(?:i)?ty of " + _SIZE + r" of which " + _SIZE + r" is free")
 OOM_ALLOCATED = re.compile(r"Of the allocated memory " + _SIZE + r" is allocated by PyTorch")
 OOM_RESERVED = re.compile(_SIZE + r" is reserved by PyTorch but unallocated")
-_UNIT = {"bytes": 1, "KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30, "TiB": 2 ** 40}
+# PyTorch's MPS allocator prints binary sizes as "GB"/"MB".
+_UNIT = {"bytes": 1, "KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30, "TiB": 2 ** 40,
+         "KB": 2 ** 10, "MB": 2 ** 20, "GB": 2 ** 30, "TB": 2 ** 40}
+# The message before PyTorch 2.1: `(GPU 0; 15.78 GiB total capacity; 14.28 GiB already allocated; 620.69 MiB free; ...)`
+OOM_OLD = re.compile(r"\(GPU \d+; " + _SIZE + r" total capacity; " + _SIZE + r" already allocated; " + _SIZE + r" free")
+OOM_MPS = re.compile(r"MPS allocated: " + _SIZE + r", other allocations: " + _SIZE + r", max allowed: " + _SIZE)
 
 # Progress lines: karpathy's `step 00042 (12.3%) | loss: 3.2 | ...` and generic `loss=3.2`.
 # What the run itself printed about its shapes outranks the constants read from files:
@@ -109,7 +227,7 @@ _UNIT = {"bytes": 1, "KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30, "TiB": 2 **
 BATCH_LINE = re.compile(r"Batch: ([\d,]+) tokens/step = (\d+) x (\d+) x (\d+) accum")
 TOKENS_PER_FWDBWD = re.compile(r"DEVICE_BATCH_SIZE\*MAX_SEQ_LEN=(\d+)")
 STEP = re.compile(r"\bstep[ =:]+(\d+)(?: \(([\d.]+)%\))?")
-LOSS = re.compile(r"\b[Ll]oss\s*[:=]\s*([-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|[Nn]a[Nn]|-?[Ii]nf))")
+LOSS = re.compile(r"\b(?:[Ll]oss|LOSS)\b['\"]?\s*[:=]?\s*([-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|[Nn]a[Nn]|-?[Ii]nf)(?![\w.]))")
 VAL_BPB = re.compile(r"^val_bpb:\s*([\d.]+)", _M)
 ERROR_LINE = re.compile(r"^(?:[\w.]+(?:Error|Exception|Exit|Interrupt)|Killed|Traceback|FAIL)\b.*$", _M)
 
@@ -117,22 +235,33 @@ ERROR_LINE = re.compile(r"^(?:[\w.]+(?:Error|Exception|Exit|Interrupt)|Killed|Tr
 def scan(text, lower=None):
     """[(code, family, last match)] of every signature found, highest priority first.
 
+    A match on a warning line (`UserWarning: ... falling back`) ranks after every match on
+    other lines: a warning the run survived is not what ended it.
+
     Speed: a regex over a whole 10,000-line log costs tens of milliseconds in Python's re
     (case-insensitive alternations have no literal prefix to skip ahead with). Every
     signature is one line long and names fixed words, so we look for those words with
     str.rfind (C speed) from the end, and run the regex only on the lines that hold them.
     """
     lower = lowered(text) if lower is None else lower
-    found = []
+    found, warned = [], []
     for code, family, regex, anchors in SIGNATURES:
         best = None
+        require = REQUIRE.get(code)
         for anchor in anchors:
-            match = _last_on_anchor_lines(text, lower, regex, anchor)
+            match = _last_on_anchor_lines(text, lower, regex, anchor, require)
             if match and (best is None or match.start() > best.start()):
                 best = match
         if best is not None:
-            found.append((code, family, best))
-    return found
+            (warned if on_warning_line(text, best) else found).append((code, family, best))
+    return found + warned
+
+
+def on_warning_line(text, match):
+    start = text.rfind("\n", 0, match.start()) + 1
+    stop = text.find("\n", match.end())
+    line = text[start:len(text) if stop < 0 else stop]
+    return bool(WARNING_LINE.search(line)) and "Error" not in line.split("arning", 1)[0]
 
 
 def lowered(text):
@@ -144,10 +273,23 @@ def lowered(text):
 
 
 # Lines checked per anchor word before giving up (bounds the worst case on odd logs).
-MAX_ANCHOR_LINES = 5000
+MAX_ANCHOR_LINES = 300
 
 
-def _last_on_anchor_lines(text, lower, regex, anchor):
+# Words one of which a line must hold before a signature's regex runs on it, for signatures
+# whose anchors are common words ('inf' is in every 'NCCL INFO' line): a cheap `in` test
+# keeps a 10,000-line log of such lines from costing a regex search each.
+REQUIRE = {
+    "LOSS_DIVERGED": ("loss", "fail", "non-finite", "nonfinite", "diverged", "val_bpb", "grad", "returned nan"),
+    "NCCL_ERROR": ("error", "built in", "aborted", "failed", "invalidusage", "systemerror", "internalerror",
+                   "unhandled"),
+    "HOST_OOM_KILLED": ("-9", "sigkill", "137", "signal", "memory", "oom", "killed"),
+    "SEGFAULT": ("segmentation", "-11", "sigsegv", "139"),
+    "LOSS_NEAR_ZERO": ("loss",),
+}
+
+
+def _last_on_anchor_lines(text, lower, regex, anchor, require=None):
     end = len(lower)
     for _ in range(MAX_ANCHOR_LINES):
         pos = lower.rfind(anchor, 0, end)
@@ -156,6 +298,9 @@ def _last_on_anchor_lines(text, lower, regex, anchor):
         start = lower.rfind("\n", 0, pos) + 1
         stop = lower.find("\n", pos)
         stop = len(lower) if stop < 0 else stop
+        if require and not any(word in lower[start:stop] for word in require):
+            end = start
+            continue
         match = regex.search(text, start, stop)
         if match:
             return match
@@ -178,6 +323,15 @@ def oom_numbers(text):
     if match:
         out["capacity"] = to_bytes(match.group(1), match.group(2))
         out["free"] = to_bytes(match.group(3), match.group(4))
+    match = _last(OOM_OLD, text)
+    if match and "capacity" not in out:
+        out["capacity"] = to_bytes(match.group(1), match.group(2))
+        out.setdefault("allocated", to_bytes(match.group(3), match.group(4)))
+        out["free"] = to_bytes(match.group(5), match.group(6))
+    match = _last(OOM_MPS, text)
+    if match and "capacity" not in out:
+        out["capacity"] = to_bytes(match.group(5), match.group(6))
+        out.setdefault("allocated", to_bytes(match.group(1), match.group(2)))
     return out
 
 

@@ -244,8 +244,31 @@ _WHERE = {
 
 
 def _header(c, rng):
-    return [f"[rank0] world_size={c['world_size']} micro_batch={c['micro_batch']} grad_accum={c['grad_accum']}",
-            f"[rank0] model: {c['n_layers']} layers, hidden {c['hidden_size']}, {c['n_heads']} heads"]
+    lines = [f"[rank0] world_size={c['world_size']} micro_batch={c['micro_batch']} grad_accum={c['grad_accum']}",
+             f"[rank0] model: {c['n_layers']} layers, hidden {c['hidden_size']}, {c['n_heads']} heads"]
+    return lines + _startup_lines(c, lines)
+
+
+def _startup_lines(c, header):
+    """What a healthy launch prints before training: NCCL's INFO lines on multi-GPU runs, the
+    precision and compile set-up. They name NCCL, bf16, the loss scale and torch.compile in runs
+    where none of them is the fault, as real logs do, so counting keywords does not diagnose.
+    Drawn from their own generator (seeded by the header), so the task's draws are unchanged."""
+    rng = random.Random("\n".join(header))
+    lines = []
+    if c.get("world_size", 1) > 1:
+        host = f"node{rng.randrange(1, 64):02d}"
+        lines += [f"{host}:{rng.randrange(1000, 9999)}:0 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.{rng.randrange(2, 250)}<0>",
+                  f"{host}:{rng.randrange(1000, 9999)}:0 [0] NCCL INFO cudaDriverVersion 12040",
+                  f"{host}:{rng.randrange(1000, 9999)}:0 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so), using internal implementation",
+                  f"{host}:{rng.randrange(1000, 9999)}:0 [0] NCCL INFO Channel 00/02 : 0 1 2 3"][:rng.randrange(2, 5)]
+    if c.get("precision") == "fp16":
+        lines.append("[rank0] fp16 mixed precision: dynamic loss scale, initial loss scale 65536")
+    elif c.get("precision") == "bf16":
+        lines.append("[rank0] mixed precision: bfloat16 autocast, fp32 master weights")
+    if c.get("compile"):
+        lines.append("[rank0] torch.compile(model, mode='default'): compiled graphs cached in /tmp/torchinductor")
+    return lines
 
 
 def _loss_lines(rng, steps, start=10.8, nan_at=None, lr=None):

@@ -159,5 +159,6 @@ def test_usage_errors_exit_2_with_one_json_object(repo, args, needle):
     assert proc.returncode == 2, proc.stderr
     data = json.loads(proc.stdout)
     assert data["error"] == "usage" and needle in data["message"]
-    assert needle in proc.stderr
+    assert proc.stderr == ""
+    assert needle in repo.cli(*args).stderr
     assert repo.snapshot() == before

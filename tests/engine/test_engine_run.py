@@ -122,7 +122,8 @@ def test_json_output_is_one_object(repo):
     proc = repo.cli("run", "-m", "baseline", "--json")
     data = json.loads(proc.stdout)
     assert data["ok"] and data["status"] == "keep" and data["best"]["metric"] == 1.0
-    assert "METRIC loss=1.0" in proc.stderr  # the benchmark's output streams to stderr
+    assert proc.stderr == ""   # --json: nothing but the object; the output is in the run's output.log
+    assert "METRIC loss=1.0" in (repo.root / ".autoresearch/runs/1/output.log").read_text()
 
 
 def test_streams_output_by_default(repo):

@@ -6,8 +6,10 @@ plugin hooks) against a "model" that is a Python function of the request body.
 
 `script(body) -> list of blocks`, each block {"type": "text", "text": ...} or
 {"type": "tool_use", "name": ..., "input": {...}}. The reply's stop_reason is "tool_use" when
-it holds a tool call, else "end_turn". Every request body is kept in `.requests` (and, when
-`record_path` is given, appended to that JSONL file) for the test to inspect.
+it holds a tool call, else "end_turn". The script may instead return an `APIError`, which is
+answered as the real API answers an error (status, JSON error body, headers such as
+retry-after). Every request body is kept in `.requests` (and, when `record_path` is given,
+appended to that JSONL file) for the test to inspect.
 """
 
 import itertools
@@ -18,10 +20,23 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 _ids = itertools.count(1)
 
 
+class APIError:
+    """An error answer: e.g. APIError(429, "rate_limit_error", "...", {"retry-after": "2"})."""
+
+    def __init__(self, status, kind, message, headers=None):
+        self.status, self.kind, self.message = status, kind, message
+        self.headers = dict(headers or {})
+
+    def body(self):
+        return {"type": "error", "error": {"type": self.kind, "message": self.message}}
+
+
 class MessagesAPI:
-    def __init__(self, script, record_path=None):
+    def __init__(self, script, record_path=None, usage=None):
         self.script = script
         self.record_path = record_path
+        self.usage = usage or (lambda body: {"input_tokens": 100, "output_tokens": 20})
+        self.served = []    # (request body, usage) of every answer that was not an error
         self.requests = []
         self.errors = []
         self._lock = threading.Lock()
@@ -89,15 +104,22 @@ class MessagesAPI:
                     return
                 api.record(body)
                 blocks = api.reply_for(body)
-                message = _message(body, blocks)
+                if isinstance(blocks, APIError):
+                    self._json(blocks.status, blocks.body(), blocks.headers)
+                    return
+                message = _message(body, blocks, api.usage(body))
+                with api._lock:
+                    api.served.append((body, message["usage"]))
                 if body.get("stream"):
                     self._stream(message)
                 else:
                     self._json(200, message)
 
-            def _json(self, code, obj):
+            def _json(self, code, obj, headers=None):
                 data = json.dumps(obj).encode()
                 self.send_response(code)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.send_header("request-id", f"req_mock_{next(_ids)}")
@@ -117,7 +139,7 @@ class MessagesAPI:
         return Handler
 
 
-def _message(body, blocks):
+def _message(body, blocks, usage):
     content = []
     for block in blocks:
         if block["type"] == "tool_use":
@@ -128,11 +150,12 @@ def _message(body, blocks):
     stop = "tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn"
     return {"id": f"msg_mock{next(_ids):06d}", "type": "message", "role": "assistant",
             "model": body.get("model", "mock"), "content": content, "stop_reason": stop, "stop_sequence": None,
-            "usage": {"input_tokens": 100, "output_tokens": 20}}
+            "usage": dict(usage)}
 
 
 def _events(message):
-    start = dict(message, content=[], stop_reason=None, usage={"input_tokens": 100, "output_tokens": 1})
+    # As the API streams it: message_start carries the input side, message_delta the output.
+    start = dict(message, content=[], stop_reason=None, usage=dict(message["usage"], output_tokens=1))
     yield "message_start", {"type": "message_start", "message": start}
     for index, block in enumerate(message["content"]):
         if block["type"] == "tool_use":
@@ -146,7 +169,7 @@ def _events(message):
         yield "content_block_stop", {"type": "content_block_stop", "index": index}
     yield "message_delta", {"type": "message_delta",
                             "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-                            "usage": {"output_tokens": 20}}
+                            "usage": {"output_tokens": message["usage"]["output_tokens"]}}
     yield "message_stop", {"type": "message_stop"}
 
 

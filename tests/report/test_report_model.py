@@ -73,7 +73,9 @@ def test_the_best_is_the_incumbent_value_even_when_a_re_measurement_moves_it_bac
     m = model_of(tmp_path)
     assert [r["running_best"] for r in m["runs"]] == [1.0, 0.98, 0.985, 0.985]
     seg = m["segments"][0]
-    assert (seg["best"], seg["bestRun"]) == (0.985, 3)
+    # the best run is the incumbent, the run that introduced the code (as `status` says), and
+    # its value is the median of that code's measurements
+    assert (seg["best"], seg["bestRun"]) == (0.985, 2)
     assert seg["gainPct"] == pytest.approx(1.5)
     assert m["runs"][3]["delta_pct"] == pytest.approx(0.001 / 0.985 * 100)
 
@@ -128,7 +130,7 @@ def test_steps_are_thinned_keep_first_and_last_and_survive_torn_lines(tmp_path):
     rows = [json.dumps({"step": i, "elapsed_s": i * 0.3, "loss": 5 - i / 1000, "energy_j": i * 10.0})
             for i in range(1000)]
     path.write_text("\n".join(rows) + '\n{"step": 1000, "loss": 4.', encoding="utf-8")   # torn last line
-    steps = report.read_steps(path, 120)
+    steps = report.read_steps(str(tmp_path), 120)
     assert steps["total"] == 1000
     assert len(steps["cols"]["step"]) <= 120
     assert steps["cols"]["step"][0] == 0 and steps["cols"]["step"][-1] == 999
@@ -140,21 +142,21 @@ def test_steps_are_thinned_keep_first_and_last_and_survive_torn_lines(tmp_path):
 def test_nan_loss_is_reported_at_its_step(tmp_path):
     path = tmp_path / "steps.jsonl"
     path.write_text('{"step": 0, "loss": 3.0}\n{"step": 1, "loss": NaN}\n', encoding="utf-8")
-    steps = report.read_steps(path, 100)
+    steps = report.read_steps(str(tmp_path), 100)
     assert steps["lossNonFiniteAt"] == 1 and steps["cols"]["loss"] == [3.0, None]
 
 
 def test_power_without_energy_counter_is_integrated(tmp_path):
     path = tmp_path / "steps.jsonl"
     path.write_text("".join(json.dumps({"step": i, "elapsed_s": float(i), "power_w": 300.0}) + "\n" for i in range(11)))
-    e = report.energy(report.read_steps(path, 100), kwh_price=0.3)
+    e = report.energy(report.read_steps(str(tmp_path), 100), kwh_price=0.3)
     assert e["joules"] == pytest.approx(3000.0) and e["avgPowerW"] == 300.0
 
 
 def test_output_tail_drops_the_cut_line_and_keeps_the_end(tmp_path):
     path = tmp_path / "output.log"
     path.write_text("".join(f"line {i:06d} " + "x" * 100 + "\n" for i in range(5000)) + "Traceback: boom\n")
-    tail = report.read_tail(path)
+    tail = report.read_tail(str(tmp_path))
     lines = tail.split("\n")
     assert lines[-2] == "Traceback: boom" and lines[-1] == ""
     assert len(lines) <= report.TAIL_LINES

@@ -23,7 +23,7 @@
   };
 
   var COLORS = { keep: '#2ca02c', discard: '#9a9a9a', crash: '#d62728', compare: '#1f77b4', current: '#ff7f0e' };
-  var FAILED = { crash: 1, timeout: 1, checks_failed: 1 };
+  var FAILED = { crash: 1, timeout: 1, checks_failed: 1, tampered: 1 };
   var CURVES = [
     ['loss', 'training loss'], ['lr_mult', 'learning-rate multiplier'], ['grad_norm', 'gradient norm'],
     ['tok_per_s', 'tokens per second'], ['mfu', 'MFU (%)'], ['mem_mb', 'memory (MiB)'], ['power_w', 'GPU power (W)']
@@ -58,7 +58,12 @@
     if (a !== 0 && (a < 1e-3 || a >= 1e6)) return v.toExponential(3);
     return String(Number(v.toPrecision(7)));
   }
-  function pct(v) { return isNum(v) ? (v > 0 ? '+' : '') + v.toFixed(2) + '%' : ''; }
+  // A run against the best then, in words: "1.20% worse" (one sign convention: the word says which way).
+  function deltaText(v) {
+    if (!isNum(v)) return '';
+    if (v === 0) return 'equal to the best';
+    return Math.abs(v).toFixed(2) + '% ' + (better(v, 0) ? 'better' : 'worse');
+  }
   function duration(s) {
     if (!isNum(s)) return '';
     if (s < 60) return s.toFixed(1) + ' s';
@@ -96,32 +101,41 @@
     }
   }
 
-  function card(k, v, s, cls) {
+  function card(k, v, s, cls, key) {
     var c = h('div', 'card' + (cls ? ' ' + cls : ''));
+    if (key) c.setAttribute('data-key', key);
     return add(c, h('div', 'k', k), h('div', 'v', v), s ? h('div', 's', s) : null);
   }
 
+  // The header shows the current segment's summary: the very object `autoresearch status
+  // --json` prints (m.status), so baseline, best, change, counts and streaks read the same.
   function renderSummary(m) {
     var box = clear(document.getElementById('summary'));
-    var s = m.summary, seg = m.segments.length ? m.segments[m.segments.length - 1] : null;
+    var s = m.summary, st = m.status, seg = m.segments.length ? m.segments[m.segments.length - 1] : null;
     if (!m.runs.length) { add(box, h('div', 'empty', 'No runs logged yet.')); return; }
-    if (seg && isNum(seg.best)) {
-      add(box, card('baseline → best' + (m.segments.length > 1 ? ' (segment ' + seg.index + ')' : ''),
-        fmt(seg.baseline) + ' → ' + fmt(seg.best),
-        'gain ' + pct(seg.gainPct) + ' · best run #' + seg.bestRun, 'good'));
+    var base = st ? st.baseline : null, best = st ? st.best : null, change = st ? st.change : null;
+    if (base && best) {
+      add(box, card('baseline → best' + (m.segments.length > 1 ? ' (segment ' + st.segment + ')' : ''),
+        fmt(base.metric) + ' → ' + fmt(best.metric),
+        change.text + ' · baseline run #' + base.run + ' · best run #' + best.run,
+        change.word === 'better' ? 'good' : change.word === 'worse' ? 'bad' : null, 'baseline-best'));
     }
-    var c = s.counts, n = s.runs;
-    function rate(k) { return ((c[k] || 0) / n * 100).toFixed(0) + '%'; }
+    var c = st ? st.counts : s.counts, n = st ? st.runs : s.runs;
+    var failed = (c.crash || 0) + (c.timeout || 0) + (c.checks_failed || 0) + (c.tampered || 0);
+    function rate(k) { return n ? ((c[k] || 0) / n * 100).toFixed(0) + '%' : '–'; }
     add(box,
-      card('runs', String(n), (seg ? seg.kept : 0) + ' kept in the last segment'),
-      card('keep / discard / failed', rate('keep') + ' / ' + rate('discard') + ' / ' + (s.failed / n * 100).toFixed(0) + '%',
-        (c.keep || 0) + ' kept, ' + (c.discard || 0) + ' discarded, ' + s.failed + ' crashed, timed out or failed checks'),
+      card('runs', String(n), (m.segments.length > 1 ? 'in segment ' + (st ? st.segment : seg.index) + ', ' : '') +
+        (c.keep || 0) + ' kept' + (m.segments.length > 1 ? ' · ' + s.runs + ' in all' : ''), null, 'runs'),
+      card('keep / discard / failed', rate('keep') + ' / ' + rate('discard') + ' / ' + (n ? (failed / n * 100).toFixed(0) + '%' : '–'),
+        (c.keep || 0) + ' kept, ' + (c.discard || 0) + ' discarded, ' + failed + ' crashed, timed out or failed checks',
+        null, 'counts'),
       card('runs per hour', isNum(s.runsPerHour) ? s.runsPerHour.toFixed(1) : '–',
-        isNum(s.spanHours) ? 'over ' + s.spanHours.toFixed(1) + ' h' : ''),
+        isNum(s.runsPerHour) ? 'over ' + s.spanHours.toFixed(1) + ' h'
+          : isNum(s.spanHours) ? 'runs span ' + duration(s.spanHours * 3600) + ': too short for a rate' : ''),
       card('GPU hours', isNum(s.gpuHours) ? s.gpuHours.toFixed(2) : '–',
-        s.runsWithDuration + ' of ' + n + ' runs timed'),
+        s.runsWithDuration + ' of ' + s.runs + ' runs timed'),
       card('longest streak without a keep', s.longestNoKeep + (s.longestNoKeep === 1 ? ' run' : ' runs'),
-        'current streak ' + s.currentNoKeep)
+        'current streak ' + s.currentNoKeep, null, 'streaks')
     );
     if (isNum(s.energyKwh)) {
       add(box, card('energy', s.energyKwh.toFixed(2) + ' kWh',
@@ -137,37 +151,67 @@
       m.segments.forEach(function (g) {
         add(t, add(h('tr'), h('td', 'num', g.index), h('td', null, g.name), h('td', null, g.metricName + ' (' + g.direction + ')'),
           h('td', 'num', g.runs), h('td', 'num', g.kept), h('td', 'num', fmt(g.baseline)), h('td', 'num', fmt(g.best)),
-          h('td', 'num', pct(g.gainPct))));
+          h('td', 'num', g.change ? g.change.text : '')));
       });
     }
   }
 
   // ------------------------------------------------------------ the progress chart
+  // Every run is drawn: a point in range; a triangle with its value at the top or bottom edge
+  // when it is off the scale; a cross in its status's colour along the bottom when it has no
+  // value (crash, timeout). Failed runs are never green. What was drawn is published on <html>
+  // as data-progress-marks (run, status, mark), so a test can check that no run is missing.
+  var STATUS_STYLE = {
+    keep: { label: 'kept', color: COLORS.keep, size: 9 },
+    discard: { label: 'discarded', color: COLORS.discard, size: 7 },
+    crash: { label: 'crash', color: COLORS.crash, size: 8 },
+    timeout: { label: 'timeout', color: '#9467bd', size: 8 },
+    checks_failed: { label: 'checks failed', color: '#e377c2', size: 8 }
+  };
+  var OTHER_STYLE = { color: '#8c564b', size: 8 };
+  function styleOf(status) {
+    return STATUS_STYLE[status] || { label: status, color: OTHER_STYLE.color, size: OTHER_STYLE.size };
+  }
+
+  function progressStatuses(runs) {
+    var seen = {}, order = ['discard', 'keep', 'crash', 'timeout', 'checks_failed'];
+    runs.forEach(function (r) { seen[r.status] = (seen[r.status] || 0) + 1; });
+    Object.keys(seen).sort().forEach(function (s) { if (order.indexOf(s) < 0) order.push(s); });
+    return order.filter(function (s) { return seen[s]; }).map(function (s) { return [s, seen[s]]; });
+  }
+
   function renderProgress(m) {
     var el = document.getElementById('progress');
     if (state.progress) { state.progress.destroy(); state.progress = null; }
     clear(el);
     if (!m.runs.length) { add(el, h('div', 'empty', 'The chart appears after the first run.')); return; }
-    var runs = m.runs, xs = [], keep = [], disc = [], other = [];
+    var runs = m.runs, xs = [], yr = m.yRange && isNum(m.yRange[0]) ? m.yRange : null;
+    var statuses = progressStatuses(runs);
+    var columns = statuses.map(function () { return []; });
     var segBest = m.segments.map(function () { return []; });
+    function inRange(v) { return isNum(v) && (!yr || (v >= yr[0] && v <= yr[1])); }
     runs.forEach(function (r, i) {
       xs.push(i + 1);
-      keep.push(r.status === 'keep' ? r.metric : null);
-      disc.push(r.status === 'discard' ? r.metric : null);
-      other.push(r.status !== 'keep' && r.status !== 'discard' ? r.metric : null);
-      segBest.forEach(function (arr, k) { arr.push(r.segment === k ? r.running_best : null); });
+      statuses.forEach(function (st, k) { columns[k].push(r.status === st[0] && inRange(r.metric) ? r.metric : null); });
+      segBest.forEach(function (arr, k) { arr.push(r.segment === k && inRange(r.running_best) ? r.running_best : null); });
     });
-    var series = [{ label: 'run' }, pointSeries('discarded', COLORS.discard, 4), pointSeries('kept', COLORS.keep, 8),
-      pointSeries('failed, with a metric', COLORS.crash, 6)];
-    var data = [xs, disc, keep, other];
+    var series = [{ label: 'run' }], data = [xs];
+    statuses.forEach(function (st, k) {
+      var style = styleOf(st[0]);
+      series.push(pointSeries(style.label + ' (' + st[1] + ')', style.color, style.size, st[0]));
+      data.push(columns[k]);
+    });
     segBest.forEach(function (arr, k) {
       series.push({
         label: m.segments.length > 1 ? 'best, segment ' + k : 'running best', stroke: COLORS.keep, width: 2,
-        paths: uPlot.paths.stepped({ align: 1 }), points: { show: false }, spanGaps: false
+        paths: uPlot.paths.stepped({ align: 1 }), points: { show: false }, spanGaps: false,
+        value: function (u, v, si, i) {
+          var at = i === null || i === undefined ? lastIn(runs, k) : i;
+          return at === null || runs[at].segment !== k ? '' : fmt(runs[at].running_best);
+        }
       });
       data.push(arr);
     });
-    var yr = m.yRange && isNum(m.yRange[0]) ? m.yRange : null;
     var downAt = null;
     var opts = {
       width: chartWidth(el), height: 400, series: series,
@@ -176,10 +220,16 @@
       axes: [{ label: 'experiment', incrs: [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 5000, 10000] },
         { label: m.metricName + (m.metricUnit ? ' (' + m.metricUnit + ')' : ''), size: 70,
           values: function (u, vals) { return vals.map(fmt); } }],
-      legend: { show: true },
+      legend: { show: true, live: true },
       cursor: { drag: { x: true, y: false } },
       hooks: {
-        draw: [function (u) { drawOverlay(u, m); root.setAttribute('data-progress-drawn', String(runs.length)); }],
+        draw: [function (u) {
+          var marks = drawOverlay(u, m, yr), points = 0;
+          for (var k = 1; k <= statuses.length; k++) u.data[k].forEach(function (v) { if (v !== null) points++; });
+          root.setAttribute('data-progress-marks', JSON.stringify(marks));
+          root.setAttribute('data-progress-points', String(points));   // the in-range points uPlot drew
+          root.setAttribute('data-progress-drawn', String(marks.length));
+        }],
         setCursor: [function (u) { showHover(u.cursor.idx); }],
         ready: [function (u) {
           u.over.addEventListener('mousedown', function (e) { downAt = e.clientX; });
@@ -195,16 +245,34 @@
     state.charts++;
   }
 
-  function pointSeries(label, color, size) {
+  // A status's points; the legend shows the hovered run's value under its own status only.
+  function pointSeries(label, color, size, status) {
     return { label: label, stroke: color, fill: color, paths: function () { return null; },
-      points: { show: true, size: size, stroke: color, fill: color }, value: function (u, v) { return fmt(v); } };
+      points: { show: true, size: size, width: 1, stroke: status === 'discard' ? '#6b6b6b' : color, fill: color },
+      value: function (u, v, si, i) {
+        var runs = state.model.runs, r = i === null || i === undefined ? lastOf(runs, status) : runs[i];
+        if (!r || r.status !== status) return '';
+        if (!isNum(r.metric)) return 'no value';
+        return (i === null || i === undefined ? 'last ' : '') + fmt(r.metric);
+      } };
   }
 
-  function drawOverlay(u, m) {
+  function lastIn(runs, segment) {
+    for (var j = runs.length - 1; j >= 0; j--) if (runs[j].segment === segment) return j;
+    return null;
+  }
+
+  function lastOf(runs, status) {   // the legend's value while the cursor is off the chart
+    for (var j = runs.length - 1; j >= 0; j--) if (runs[j].status === status) return runs[j];
+    return null;
+  }
+
+  function drawOverlay(u, m, yr) {
     var ctx = u.ctx, dpr = uPlot.pxRatio, runs = m.runs, top = u.bbox.top, bottom = u.bbox.top + u.bbox.height;
+    var left = u.bbox.left, right = u.bbox.left + u.bbox.width, marks = [];
     ctx.save();
     ctx.beginPath();
-    ctx.rect(u.bbox.left, u.bbox.top, u.bbox.width, u.bbox.height);
+    ctx.rect(left, top - 2 * dpr, u.bbox.width, u.bbox.height + 4 * dpr);
     ctx.clip();
     // segment boundaries: a new config header starts a new baseline
     ctx.strokeStyle = '#888'; ctx.setLineDash([5 * dpr, 4 * dpr]); ctx.lineWidth = dpr;
@@ -217,13 +285,36 @@
       }
     }
     ctx.setLineDash([]);
-    // failed runs with no metric: red crosses along the bottom edge
-    ctx.strokeStyle = COLORS.crash; ctx.lineWidth = 1.5 * dpr;
+    ctx.font = (10 * dpr) + 'px sans-serif'; ctx.textBaseline = 'middle';
+    var labelled = 0, xMin = u.scales.x.min, xMax = u.scales.x.max;
     runs.forEach(function (r, i) {
-      if (FAILED[r.status] && !isNum(r.metric)) {
-        var x = u.valToPos(i + 1, 'x', true), y = bottom - 6 * dpr, d = 3 * dpr;
-        ctx.beginPath(); ctx.moveTo(x - d, y - d); ctx.lineTo(x + d, y + d); ctx.moveTo(x + d, y - d); ctx.lineTo(x - d, y + d); ctx.stroke();
+      var style = styleOf(r.status), visible = i + 1 >= xMin && i + 1 <= xMax;
+      var x = u.valToPos(i + 1, 'x', true), d = 4 * dpr, mark;
+      if (!isNum(r.metric)) {
+        mark = 'no value';   // a cross along the bottom edge, in the status's colour
+        if (visible) {
+          var y = bottom - 7 * dpr;
+          ctx.strokeStyle = style.color; ctx.lineWidth = 2 * dpr;
+          ctx.beginPath(); ctx.moveTo(x - d, y - d); ctx.lineTo(x + d, y + d); ctx.moveTo(x + d, y - d); ctx.lineTo(x - d, y + d); ctx.stroke();
+        }
+      } else if (yr && (r.metric > yr[1] || r.metric < yr[0])) {
+        var up = r.metric > yr[1];
+        mark = up ? 'above' : 'below';   // a triangle on the edge, pointing off the chart, with the value
+        if (visible) {
+          var ey = up ? top + 5 * dpr : bottom - 5 * dpr, s = up ? -1 : 1;
+          ctx.fillStyle = style.color; ctx.strokeStyle = '#333'; ctx.lineWidth = dpr;
+          ctx.beginPath(); ctx.moveTo(x, ey + s * 5 * dpr); ctx.lineTo(x - 5 * dpr, ey - s * 4 * dpr); ctx.lineTo(x + 5 * dpr, ey - s * 4 * dpr);
+          ctx.closePath(); ctx.fill(); ctx.stroke();
+          if (labelled < 60) {
+            labelled++;
+            ctx.fillStyle = '#333'; ctx.textAlign = x > right - 80 * dpr ? 'right' : 'left';
+            ctx.fillText((up ? '↑ ' : '↓ ') + fmt(r.metric), x + (ctx.textAlign === 'right' ? -8 : 8) * dpr, ey);
+          }
+        }
+      } else {
+        mark = 'point';   // drawn by uPlot, in its status's series
       }
+      marks.push([r.run, r.status, mark]);
     });
     // kept runs are labelled with their description (the largest gains when there are many)
     var kept = [];
@@ -235,11 +326,12 @@
     ctx.textAlign = 'left'; ctx.textBaseline = 'alphabetic';   // uPlot leaves its axis alignment set
     kept.forEach(function (p) {
       var x = u.valToPos(p[0] + 1, 'x', true), y = u.valToPos(p[1].metric, 'y', true);
-      if (x < u.bbox.left || x > u.bbox.left + u.bbox.width || y < top || y > bottom) return;
+      if (x < left || x > right || y < top || y > bottom) return;
       var text = p[1].description.length > 38 ? p[1].description.slice(0, 37) + '…' : p[1].description;
       ctx.save(); ctx.translate(x + 5 * dpr, y - 5 * dpr); ctx.rotate(-Math.PI / 7); ctx.fillText(text, 0, 0); ctx.restore();
     });
     ctx.restore();
+    return marks;
   }
 
   function showHover(i) {
@@ -247,7 +339,7 @@
     if (i === null || i === undefined || !state.model.runs[i]) { el.textContent = ''; return; }
     var r = state.model.runs[i];
     el.textContent = '#' + r.run + ' · ' + r.status + (isNum(r.metric) ? ' · ' + fmt(r.metric) : '') +
-      (isNum(r.delta_pct) ? ' (' + pct(r.delta_pct) + ')' : '') + ' · ' + r.description;
+      (isNum(r.delta_pct) ? ' (' + deltaText(r.delta_pct) + ')' : '') + ' · ' + r.description;
   }
 
   // ------------------------------------------------------------ the runs table
@@ -257,8 +349,9 @@
     { key: 'metric', label: 'metric', num: true, get: function (r) { return r.metric; }, text: function (r) { return fmt(r.metric); } },
     { key: 'delta', label: 'Δ vs best then', num: true, get: function (r) { return r.delta_pct; },
       cell: function (r) {
-        var td = h('span', null, pct(r.delta_pct));
-        if (isNum(r.delta_pct) && r.delta_pct !== 0) td.className = better(r.delta_pct, 0) ? 'better' : 'worse';
+        var td = h('span', null, deltaText(r.delta_pct));
+        // never green (or red) for a failed run: its value was not a result
+        if (isNum(r.delta_pct) && r.delta_pct !== 0 && !FAILED[r.status]) td.className = better(r.delta_pct, 0) ? 'better' : 'worse';
         return td;
       } },
     { key: 'confidence', label: 'confidence', num: true, get: function (r) { return r.confidence; },
@@ -392,7 +485,7 @@
     add(box, h('h2', null, 'Run #' + r.run));
     var head = h('div', 'detail-head');
     add(head, add(h('div'), badge(r.status), ' ', isNum(r.metric) ? fmt(r.metric) + ' ' + state.model.metricName : 'no metric',
-      isNum(r.delta_pct) ? ' (' + pct(r.delta_pct) + ' against the best then, ' + fmt(r.best_then) + ')' : ''));
+      isNum(r.delta_pct) ? ' (' + deltaText(r.delta_pct) + '; the best then was ' + fmt(r.best_then) + ')' : ''));
     add(head, h('div', 'desc', r.description || '(no description)'));
     var e = d.energy;
     var metrics = r.metrics && typeof r.metrics === 'object' ? Object.keys(r.metrics).map(function (k) {
@@ -514,6 +607,43 @@
     return pre;
   }
 
+  // ------------------------------------------------------------ cost panel
+  function money(v) { return isNum(v) ? '$' + (v >= 100 ? v.toFixed(0) : v.toFixed(2)) : '–'; }
+  function renderCost(m) {
+    var box = document.getElementById('cost-panel'), led = m.ledger;
+    if (!led || !led.totals) { box.hidden = true; return; }
+    box.hidden = false;
+    var t = led.totals, a = t.agent, cards = clear(document.getElementById('cost-cards'));
+    add(cards,
+      card('agent cost', money(a.cost_usd), a.tokens.toLocaleString() + ' tokens in ' + a.messages + ' answers'),
+      card('cost per kept improvement', money(t.cost_per_improvement_usd), t.improvements + ' improvement(s)'),
+      card('tokens', a.input_tokens.toLocaleString() + ' in / ' + a.output_tokens.toLocaleString() + ' out',
+        a.cache_read_tokens.toLocaleString() + ' cache reads, ' + a.cache_write_tokens.toLocaleString() + ' cache writes'),
+      card('GPU hours', isNum(t.gpu_hours) ? t.gpu_hours.toFixed(2) : '–',
+        isNum(t.runs_per_gpu_hour) ? t.runs_per_gpu_hour.toFixed(1) + ' runs per GPU-hour' : ''));
+    var n = led.night;
+    if (n) add(cards, card('night', n.resumes + ' resume(s)', n.ended ? 'ended: ' + n.ended : 'running'));
+    var log = clear(document.getElementById('night-log'));
+    add(log, h('div', null, 'prices: ' + t.prices_source));
+    if (n) n.events.forEach(function (e) {
+      var what = e.event === 'exit' ? 'Claude Code exited (rc ' + e.rc + ', ' + e.runs + ' new run(s))' + (e.error ? ': ' + e.error : '')
+        : e.event === 'resume' ? 'resumed after ' + e.wait_s + ' s: ' + e.why
+        : e.event === 'end' ? 'night ended: ' + e.reason : 'started session ' + e.session;
+      add(log, h('div', 'night-event', when(e.timestamp) + ' · ' + what));
+    });
+    var el = document.getElementById('cost-curve');
+    if (state.costChart) { state.costChart.destroy(); state.costChart = null; }
+    if (!led.perRun.length) return;
+    var xs = led.perRun.map(function (r) { return r.run; }), ys = led.perRun.map(function (r) { return r.cumulative; });
+    state.costChart = new uPlot({
+      width: chartWidth(el), height: 220, scales: { x: { time: false } }, legend: { show: true },
+      series: [{ label: 'run' }, { label: 'cumulative cost', stroke: '#b45309', width: 2, points: { show: true, size: 5 },
+        value: function (u, v) { return money(v); } }],
+      axes: [{ label: 'run', size: 36 }, { size: 60, values: function (u, vals) { return vals.map(money); } }]
+    }, [xs, ys], el);
+    state.charts++;
+  }
+
   // ------------------------------------------------------------ live view
   function renderCurrent(cur) {
     var box = document.getElementById('current-box');
@@ -580,7 +710,7 @@
   function show(m) {
     var first = !state.model;
     state.model = m;
-    renderHeader(m); renderSummary(m); renderProgress(m); renderTable(m);
+    renderHeader(m); renderSummary(m); renderProgress(m); renderCost(m); renderTable(m);
     var linked = /^#run=(-?\d+)$/.exec(location.hash);
     if (first && linked && runByNumber(Number(linked[1]))) state.selected = Number(linked[1]);
     var keep = state.selected !== null && runByNumber(state.selected);

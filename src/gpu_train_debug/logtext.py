@@ -1,0 +1,205 @@
+"""Make a raw log readable by line rules, and pull out what the run itself said.
+
+Logs come from terminals, CI pages and issue threads: ANSI colour codes, tqdm's carriage
+returns, markdown quote markers (`> `) and bold (`**Killed**`), rich-style tracebacks drawn
+in box characters, `[rank3]:` prefixes, and an exception type printed on one line with its
+message wrapped onto the next. `normalise` undoes those so that one failure is one line.
+
+`last_exception` finds the exception that ended the run: the last chain of tracebacks, and
+in it the first exception (the cause; "During handling of the above exception" and "The
+above exception was the direct cause" introduce its consequences), with the deepest frame
+of the traceback above it (file, line, function) when one was printed.
+"""
+
+import functools
+import re
+from dataclasses import dataclass
+
+_M = re.MULTILINE
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]")
+# `> `, `>> `, `│ ` (rich boxes) and surrounding blanks at a line start; `**` bold markers.
+QUOTE = re.compile(r"^[ \t]*(?:(?:>|│|┃|\|)[ \t]?)+", _M)
+BOLD = re.compile(r"\*\*(?=\S)|(?<=\S)\*\*")
+# Markdown emphasis or code marks opening a line: `_**RuntimeError: ...**_`, `` `ValueError: ...` ``.
+LEADING_MARKS = re.compile(r"^([ \t]*)[_*`]+(?=[A-Za-z\[])", _M)
+BOX_END = re.compile(r"[ \t]*[│┃][ \t]*$", _M)
+# `RuntimeError:` alone on a line, its message on the next: join them.
+WRAPPED = re.compile(r"^([ \t]*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)):[ \t]*\n[ \t]*(?=\S)", _M)
+
+
+def normalise(text):
+    """The log with every progress redraw on its own line and presentation marks removed."""
+    if "\x1b" in text:
+        text = ANSI.sub("", text)
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if ">" in text or "│" in text or "┃" in text or "|" in text:
+        text = QUOTE.sub("", text)
+        if "│" in text or "┃" in text:
+            text = BOX_END.sub("", text)
+    if "**" in text:
+        text = BOLD.sub("", text)
+    if "`" in text or "_" in text or "*" in text:
+        text = LEADING_MARKS.sub(r"\1", text)
+    if "Error:\n" in text or "Exception:\n" in text or "Error: \n" in text:
+        text = WRAPPED.sub(r"\1: ", text)
+    return text
+
+
+# An exception line: `ValueError: ...`, `torch.cuda.OutOfMemoryError: ...`, `[rank0]: KeyError: 'x'`.
+EXCEPTION = re.compile(
+    r"^[^\S\n]*(?:\[[^\]\n]{1,40}\]:?[^\S\n]*)*((?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning))"
+    r"(?::[^\S\n]*(.*)|[^\S\n]{2,}(Traceback \(most recent call last\)))?$", _M)
+# `File "x.py", line 3, in f` (CPython) and `File ~/x.py:3, in f(...)` (IPython/Jupyter).
+FRAME = re.compile(r'^[^\S\n]*File (?:"([^"\n]+)", line |(\S+?):)(\d+)(?:, in ([^\s(]+))?', _M)
+CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
+TRACEBACK = "Traceback (most recent call last)"
+
+
+@dataclass
+class Raised:
+    type: str           # e.g. "NameError", "torch.cuda.OutOfMemoryError"
+    message: str
+    file: str = None     # the deepest frame of its traceback, when printed
+    line: int = None
+    function: str = None
+    start: int = 0        # offset of the exception line in the text
+
+    @property
+    def name(self):
+        return self.type.rsplit(".", 1)[-1]
+
+    def where(self):
+        if not self.file:
+            return ""
+        place = f"{self.file} line {self.line}"
+        return place + (f", in {self.function}" if self.function and self.function != "<module>" else "")
+
+    def text(self):
+        return f"{self.type}: {self.message}".rstrip(": ") if self.message else self.type
+
+
+_KINDS = ("Error", "Exception", "Exit", "Interrupt")
+
+
+def _candidate_lines(text):
+    """Starts of the lines that name an exception kind (str.find runs at C speed)."""
+    starts = set()
+    for word in _KINDS:
+        pos = text.find(word)
+        while pos >= 0:
+            starts.add(text.rfind("\n", 0, pos) + 1)
+            newline = text.find("\n", pos)
+            if newline < 0:
+                break
+            pos = text.find(word, newline + 1)
+    return sorted(starts)
+
+
+def exceptions(text):
+    """Every exception line in order, as (Raised, start offset); warnings left out."""
+    return [(Raised(r.type, r.message), start) for r, start in _exceptions(text)]
+
+
+@functools.lru_cache(maxsize=8)
+def _exceptions(text):
+    found = []
+    for line_start in _candidate_lines(text):
+        match = EXCEPTION.match(text, line_start)
+        if not match:
+            continue
+        kind = match.group(1)
+        if kind.endswith("Warning"):
+            continue
+        message = (match.group(2) or "").strip()  # empty for a Jupyter `RuntimeError   Traceback` header
+        found.append((Raised(kind, message[:400]), match.start()))
+    return tuple(found)
+
+
+def last_exception(text):
+    """The cause of the last traceback chain in `text`, or None when no exception was printed."""
+    found = exceptions(text)
+    if not found:
+        return None
+    # Walk back over chained exceptions to the first of the last chain.
+    index = len(found) - 1
+    while index > 0:
+        between = text[found[index - 1][1]:found[index][1]]
+        if any(marker in between for marker in CHAINED):
+            index -= 1
+        else:
+            break
+    raised, start = found[index]
+    raised.start = start
+    frames = list(FRAME.finditer(text, max(0, start - 20000), start))
+    if frames:
+        raised.file, raised.line, raised.function = _frame(frames[-1])
+    return raised
+
+
+def _frame(match):
+    return match.group(1) or match.group(2), int(match.group(3)), match.group(4)
+
+
+def deepest_frame(text):
+    """(file, line, function) of the last traceback frame printed, or None."""
+    last = None
+    for last in FRAME.finditer(text):
+        pass
+    return _frame(last) if last else None
+
+
+_NOISE = re.compile(r"^\s*(?:\^+|~+|-+|=+|`+|\.\.\.|\(\.\.\.\))?\s*$")
+
+
+def last_printed(text, limit=200):
+    """The last line that says something (not a blank, a caret marker or a rule)."""
+    end = len(text)
+    for _ in range(200):
+        start = text.rfind("\n", 0, end - 1) + 1 if end > 0 else 0
+        line = text[start:end].strip()
+        if line and not _NOISE.match(line):
+            return line[:limit]
+        if start == 0:
+            return None
+        end = start - 1
+    return None
+
+
+EXIT_STATUS = re.compile(
+    r"(?i:exit(?:ed)?(?: with)?(?: code| status)?[ :=]+)(-?\d+)|(?i:exitcode\s*:\s*)(-?\d+)|(?i:failed with code )(-?\d+)"
+    r"|(?i:killed by )(SIG[A-Z]+)|(?i:signal )\d+ \((SIG[A-Z]+)\)|(?i:killed by signal:? )(\d+)")
+_SIGNALS = {9: "SIGKILL", 11: "SIGSEGV", 6: "SIGABRT", 15: "SIGTERM", 2: "SIGINT", 7: "SIGBUS"}
+
+
+def exit_status(text, reason=""):
+    """What ended the process, from the engine's reason or the log: 'exit 137', 'SIGKILL', ..."""
+    for source in (reason or "", text[-8192:]):
+        match = None
+        for match in EXIT_STATUS.finditer(source):
+            pass
+        if not match:
+            continue
+        code, exitcode, failed, killed, named, signum = match.groups()
+        if killed or named:
+            return killed or named
+        if signum:
+            return _SIGNALS.get(int(signum), f"signal {signum}")
+        number = int(code or exitcode or failed)
+        if number < 0:
+            return _SIGNALS.get(-number, f"signal {-number}")
+        return f"exit {number}"
+    return None
+
+
+SUGGESTION = re.compile(
+    r"\b(?:[Rr]e-?run|[Pp]lease run|[Rr]un|[Tt]ry running)\s+`?((?:python3?|uv run|bash|sh|make|pip install|\./)"
+    r"[^`\n!;]*?)`?(?=\s+(?:to|first|before|again)\b|[`!;]|\.(?:\s|$)|$)", _M)
+
+
+def suggested_command(text):
+    """A command the log itself tells the user to run (`Run python tokenizer.py to ...`)."""
+    match = None
+    for match in SUGGESTION.finditer(text[-65536:]):
+        pass
+    return match.group(1).strip() if match else None
