@@ -23,8 +23,15 @@ evpid=
 cleanup() { [ -n "$evpid" ] && { echo stop > "$tmp/go"; wait "$evpid" 2>/dev/null; }; rm -rf "$tmp"; }
 trap cleanup EXIT
 
-# The evaluator imports torch now and waits for "go" (never reads anything train.py can write first).
-( PYTHONUNBUFFERED=1 "${PY[@]}" -I harness.py evaluate --go "$tmp/go" --parent $$ 2>&1 | tee "$tmp/eval" ) &
+# The evaluator starts once training has logged its first step (start-up and compilation are
+# done, so its imports overlap the timed steps), then waits for "go".
+(
+    while [ -n "${AUTORESEARCH_STEPS_FILE:-}" ] && [ ! -s "$AUTORESEARCH_STEPS_FILE" ] && [ ! -e "$tmp/go" ]; do
+        sleep 0.2
+    done
+    [ "$(cat "$tmp/go" 2>/dev/null)" = stop ] && exit 0
+    "${PY[@]}" -I -u harness.py evaluate --go "$tmp/go" --parent $$ 2>&1 | tee "$tmp/eval"
+) &
 evpid=$!
 
 PYTHONUNBUFFERED=1 "${PY[@]}" train.py 2>&1 | sed -u 's/METRIC/METRIC(train.py)/g' | tee "$tmp/train"

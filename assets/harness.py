@@ -479,6 +479,15 @@ def run_main(main):
     except (HarnessError, prepare.PrepareError, CausalityError) as e:
         print(f"\nFAIL: {e}", flush=True)
         sys.exit(1)
+    _exit_now(0)
+
+
+def _exit_now(code):
+    """End the process without the interpreter's teardown (torch's takes seconds, outside the
+    budget); everything this process writes is flushed or already renamed into place."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _atomic(path, write, mode):
@@ -506,6 +515,7 @@ def probe_batch(device, rows=2):
 def _logits(model, x, vocab):
     with _guarded():
         out = model(x)
+    _check_untouched()
     if type(out) is not torch.Tensor or tuple(out.shape) != (*x.shape, vocab):
         shape = tuple(out.shape) if type(out) is torch.Tensor else type(out).__name__
         raise HarnessError(f"model(idx) must return logits of shape (B, T, {vocab}); got {shape}. "
@@ -768,10 +778,37 @@ def _audit(event, args):
         raise PermissionError(f"the evaluator refused train.py's model code: {event}")
 
 
+_WATCHED = {}
+
+
+def _watched_namespaces():
+    import torch.nn as nn
+    return {"torch": vars(torch), "torch.Tensor": vars(torch.Tensor), "torch.nn.functional": vars(F),
+            "torch._C.TensorBase": vars(torch._C.TensorBase),
+            "torch.nn.Module": vars(nn.Module), "math": vars(math), "prepare": vars(prepare),
+            "harness": globals(), "builtins": vars(__builtins__) if isinstance(__builtins__, type(sys)) else __builtins__}
+
+
+def _check_untouched():
+    """train.py's code may not rebind what the evaluator relies on (an alias dodges the ast check,
+    so the namespaces themselves are compared with what they held before train.py was imported)."""
+    if not _WATCHED:
+        return
+    for name, space in _watched_namespaces().items():
+        before = _WATCHED[name]
+        # new names are fine in torch's own namespace only (submodules are imported lazily)
+        changed = sorted(k for k in (before if name == "torch" else set(before) | set(space))
+                         if space.get(k) is not before.get(k))
+        if changed:
+            raise UnsafeTrainPy(f"train.py's code changed {name}.{changed[0]} while the evaluator ran it; "
+                                "the model may compute logits, nothing else")
+
+
 def install_guard():
     if not _GUARD["installed"]:
         sys.addaudithook(_audit)
         _GUARD["installed"] = True
+        _WATCHED.update({name: dict(space) for name, space in _watched_namespaces().items()})
 
 
 def load_train_module(path):
@@ -783,6 +820,7 @@ def load_train_module(path):
     install_guard()
     with _guarded():
         spec.loader.exec_module(module)
+    _check_untouched()
     return module
 
 
@@ -914,7 +952,7 @@ def main(argv):
         except (HarnessError, prepare.PrepareError, CausalityError) as e:
             print(f"FAIL: {e}", flush=True)
             return 1
-        return 0
+        _exit_now(0)
     print("usage: python -I harness.py evaluate [--go FILE]   (autoresearch.sh runs this)", file=sys.stderr)
     return 2
 

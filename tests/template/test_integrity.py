@@ -59,3 +59,24 @@ def test_a_leaking_model_fails_right_after_the_warm_up(research_repo, tmp_path, 
     assert "CAUSALITY VIOLATION" in done.stderr.strip().splitlines()[-1]
     steps = (tmp_path / "run" / "steps.jsonl").read_text().splitlines()
     assert len(steps) == WARMUP_STEPS and json.loads(steps[-1])["progress"] == 0.0
+
+
+def test_rebinding_through_an_alias_is_caught_in_the_evaluator(modules, monkeypatch):
+    """`T = torch.Tensor` at the top level, then `T.float = ...` in a method: the static check cannot
+    tell that T is torch's class, so the evaluator compares the namespaces it relies on with what
+    they held before train.py was imported, after every call of the model."""
+    import torch
+    harness = modules[1].harness
+    source = ("import torch\nT = torch.Tensor\n\n\nclass GPT(torch.nn.Module):\n"
+              "    def forward(self, idx):\n        T.float = T.double\n        return idx\n")
+    harness.check_train_py(source)   # passes the static check
+    saved = dict(harness._WATCHED)
+    harness._WATCHED.update({n: dict(v) for n, v in harness._watched_namespaces().items()})
+    try:
+        harness._check_untouched()       # nothing changed yet
+        monkeypatch.setattr(torch.Tensor, "float", torch.Tensor.double)   # what that forward does
+        with pytest.raises(harness.UnsafeTrainPy, match=r"torch\.Tensor\.float"):
+            harness._check_untouched()
+    finally:
+        harness._WATCHED.clear()
+        harness._WATCHED.update(saved)
