@@ -5,9 +5,13 @@ The reference, measured in the same run on the same machine, is the least any Py
 can cost: `python3 -c 'import json,sys; json.load(sys.stdin)'` on the same input. The ratio
 says how much our work (finding the repo, asking the engine in-process, deciding) adds.
 
-    python3 benchmarks/hook_latency.py [--repeats 30] [--runs 50]
+    python3 benchmarks/hook_latency.py [--repeats 30] [--runs 50] [--log-runs 50000]
 
 `--runs` records that many experiments in the repo first, so the log has a realistic size.
+`--log-runs N` then appends N more run records, as the engine writes them (a night of 50,000
+runs would take weeks to record for real), and times `status`, `brief` and the hooks three
+ways: with the log unchanged since the last command (the log cache's view), after one new run
+(the cache adds one line), and cold (no cache: the whole log is read, as before the cache).
 """
 
 import argparse
@@ -22,6 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SESSION = "bench-session"
+sys.path.insert(0, str(ROOT / "src"))
 
 
 def engine(repo, *args):
@@ -43,6 +48,28 @@ def make_repo(path, runs):
     return path
 
 
+def append_runs(repo, count, start):
+    """`count` run records after run `start`, shaped like the engine's (commit, metrics, reason...)."""
+    import random
+    from autoresearch import log
+    rng = random.Random(0)
+    best, lines = 2.0, []
+    for n in range(start + 1, start + count + 1):
+        metric = round(best + rng.gauss(0.002, 0.003), 6)
+        status = "keep" if metric < best - 0.001 else rng.choice(["discard"] * 8 + ["crash"])
+        best = metric if status == "keep" else best
+        lines.append(log._encode({
+            "run": n, "commit": f"{rng.getrandbits(28):07x}", "metric": None if status == "crash" else metric,
+            "metrics": {"loss": metric, "peak_vram_mb": 40000.0}, "status": status,
+            "description": f"experiment {n}: lr {rng.random():.4f} with warmup", "timestamp": 1.7e12 + n * 360000,
+            "segment": 0, "duration_s": 330.0, "reason": "gain within the noise threshold", "best_before": best,
+            "threshold": 0.0, "run_dir": f".autoresearch/runs/{n}", "ref": f"refs/autoresearch/runs/{n}",
+            "scope_hash": f"{rng.getrandbits(64):016x}", "scope_lines": 300, "exit_code": 0}))
+    with open(repo / "autoresearch.jsonl", "ab") as f:
+        f.write(b"".join(lines))
+    return start + count
+
+
 def timed(cmd, payload, repeats):
     data = json.dumps(payload).encode()
     samples = []
@@ -57,7 +84,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--log-runs", type=int, default=0, metavar="N",
+                        help="append N engine-shaped run records, then time status/brief/hooks at that length")
     args = parser.parse_args()
+    if args.log_runs:
+        return long_log(args)
     with tempfile.TemporaryDirectory() as tmp:
         repo = make_repo(Path(tmp) / "research", args.runs)
         common = {"session_id": SESSION, "transcript_path": "/dev/null", "cwd": str(repo)}
@@ -90,6 +121,62 @@ def main():
 def _stop_once(name, payload, counter):
     counter.unlink(missing_ok=True)
     return timed([sys.executable, str(ROOT / "hooks" / f"{name}.py")], payload, 1)
+
+
+
+
+def long_log(args):
+    """status, brief and the hooks at a long log: unchanged, after one new run, and cold."""
+    env = dict(os.environ, CLAUDE_CODE_SESSION_ID=SESSION, PYTHONPATH=str(ROOT / "src"))
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = make_repo(Path(tmp) / "research", args.runs)
+        last = append_runs(repo, args.log_runs, args.runs)
+        common = {"session_id": SESSION, "transcript_path": "/dev/null", "cwd": str(repo)}
+        stop = dict(common, hook_event_name="Stop", stop_hook_active=True)
+        start = dict(common, hook_event_name="SessionStart", source="compact")
+        cases = {
+            "autoresearch status": ([sys.executable, "-m", "autoresearch", "status"], None),
+            "autoresearch brief": ([sys.executable, "-m", "autoresearch", "brief"], None),
+            "Stop hook": ([sys.executable, str(ROOT / "hooks" / "stop.py")], stop),
+            "SessionStart hook": ([sys.executable, str(ROOT / "hooks" / "session_start.py")], start),
+        }
+        counter = repo / ".autoresearch" / "stop-hook.json"
+        cache = repo / ".autoresearch" / "cache"
+
+        def once(cmd, payload):
+            counter.unlink(missing_ok=True)
+            data = json.dumps(payload).encode() if payload else b""
+            t0 = time.perf_counter()
+            subprocess.run(cmd, input=data, capture_output=True, check=True, cwd=repo, env=env)
+            return time.perf_counter() - t0
+
+        reference = statistics.median(
+            once([sys.executable, "-c", "import json,sys; json.load(sys.stdin)"], stop) for _ in range(args.repeats))
+        results = {"runs_in_log": last, "log_mib": round((repo / "autoresearch.jsonl").stat().st_size / 2**20, 1),
+                   "reference_ms": round(reference * 1000, 1), "load_avg_1m": round(os.getloadavg()[0], 2)}
+        print(f"python {sys.version.split()[0]}, log with {last} runs ({results['log_mib']} MiB), "
+              f"median of {args.repeats}, load average {results['load_avg_1m']}")
+        print(f"{'reference: bare python3 reading the input':40s} {reference * 1000:8.1f} ms   1.00x")
+        for label, (cmd, payload) in cases.items():
+            once(cmd, payload)   # the cache is made
+            unchanged = statistics.median(once(cmd, payload) for _ in range(args.repeats))
+            grown = []
+            for _ in range(max(3, args.repeats // 3)):
+                last = append_runs(repo, 1, last)
+                grown.append(once(cmd, payload))
+            grown = statistics.median(grown)
+            colds = []
+            for _ in range(3):
+                subprocess.run(["rm", "-rf", str(cache)], check=True)
+                colds.append(once(cmd, payload))
+            cold = statistics.median(colds)
+            results[label] = {"unchanged_ms": round(unchanged * 1000, 1), "one_new_run_ms": round(grown * 1000, 1),
+                              "cold_ms": round(cold * 1000, 1), "unchanged_x": round(unchanged / reference, 2),
+                              "one_new_run_x": round(grown / reference, 2), "cold_x": round(cold / reference, 2)}
+            print(f"{label:40s} unchanged {unchanged * 1000:7.1f} ms {unchanged / reference:5.1f}x | "
+                  f"one new run {grown * 1000:7.1f} ms {grown / reference:5.1f}x | "
+                  f"cold (whole log) {cold * 1000:7.1f} ms {cold / reference:5.1f}x")
+        print(json.dumps(results))
 
 
 if __name__ == "__main__":

@@ -53,6 +53,8 @@ def reason_for(repo, name, how=""):
 
 
 def hidden_reason(what):
+    if "key" in what:
+        return f"autoresearch: {what} is a secret of the engine; nothing else reads it."
     return (f"autoresearch: {what} is the hidden holdout; its value must never reach the agent (the person "
             "reviewing the night compares it with the validation results). Work from the validation metric "
             "that `autoresearch run` prints.")

@@ -26,6 +26,8 @@ import hooklib
 HIDDEN_DATA = ("*/holdout*",)
 # Relative to the research repo.
 HIDDEN_IN_REPO = (".autoresearch/runs/*/holdout*",)
+# Secrets of the engine, relative to the research repo: the key that signs the log cache.
+SECRET_IN_REPO = (".git/autoresearch/cache.key",)
 # Inline code that names this reads the holdout, whatever path it builds.
 HIDDEN_WORD = re.compile(r"holdout", re.IGNORECASE)
 
@@ -235,6 +237,8 @@ def hidden(path):
         rel = os.path.relpath(real, os.path.realpath(repo))
         if any(fnmatch.fnmatch(rel, pattern) for pattern in HIDDEN_IN_REPO):
             return f"the holdout result of a run ({rel})"
+        if any(fnmatch.fnmatch(rel, pattern) for pattern in SECRET_IN_REPO):
+            return f"the engine's key for its log cache ({rel})"
     return None
 
 

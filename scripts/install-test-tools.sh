@@ -2,7 +2,8 @@
 # Installs what the browser and plugin tests drive for real:
 #   - Debian's chromium (headless) for the report tests,
 #   - the Claude Code CLI, pinned, into .tools/ for the plugin tests,
-#   - uv, pinned, into .tools/uv/ for the ML template's uv route (uv sync + uv run).
+#   - uv, pinned, into .tools/uv/ for the ML template's uv route (uv sync + uv run),
+#   - tmux, which `autoresearch night` starts itself in (tests/plugin/test_plugin_night.py).
 # Tests that need them skip when they are missing, unless AUTORESEARCH_REQUIRE_ALL=1 (CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +24,15 @@ echo "install-test-tools: chromium is missing; install it with your package mana
   fi
 fi
 
+if ! command -v tmux >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null
+  else
+    echo "install-test-tools: tmux is missing; install it with your package manager (Debian: apt-get install tmux)" >&2
+  fi
+fi
+
 if [ ! -x .tools/node_modules/.bin/claude ] || \
    [ "$(.tools/node_modules/.bin/claude --version 2>/dev/null | cut -d' ' -f1)" != "$CLAUDE_CODE_VERSION" ]; then
   mkdir -p .tools
@@ -32,4 +42,4 @@ if [ ! -x .tools/uv/bin/uv ] || [ "$(.tools/uv/bin/uv --version 2>/dev/null | cu
   rm -rf .tools/uv
   "$PYTHON" -m pip install -q --disable-pip-version-check --target .tools/uv "uv==$UV_VERSION"
 fi
-echo "install-test-tools: chromium $(chromium --version 2>/dev/null | awk '{print $2}'), claude $(.tools/node_modules/.bin/claude --version 2>/dev/null), $(.tools/uv/bin/uv --version 2>/dev/null)"
+echo "install-test-tools: chromium $(chromium --version 2>/dev/null | awk '{print $2}'), claude $(.tools/node_modules/.bin/claude --version 2>/dev/null), $(tmux -V 2>/dev/null), $(.tools/uv/bin/uv --version 2>/dev/null)"

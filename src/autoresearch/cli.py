@@ -35,6 +35,7 @@ COMMAND_MODULES = [
     "autoresearch.report",
     "autoresearch.serve",
     "autoresearch.demo",
+    "autoresearch.pool",
 ]
 
 # Which module defines each command, so `autoresearch status` (and every hook call) imports
@@ -50,6 +51,7 @@ COMMANDS = {
     "report": "autoresearch.report",
     "serve": "autoresearch.serve",
     "demo": "autoresearch.demo",
+    "pool": "autoresearch.pool", "submit": "autoresearch.pool", "wait": "autoresearch.pool",
 }
 
 

@@ -17,7 +17,7 @@ import signal
 import sys
 from dataclasses import dataclass, field
 
-from autoresearch import cli, decide, gitops, log, output, recovery, research, state
+from autoresearch import cli, decide, gitops, log, logcache, output, recovery, research, state
 from autoresearch.errors import Interrupted
 from autoresearch.files import write_atomic
 from autoresearch.measure import measure, run_env
@@ -57,6 +57,10 @@ def cmd_run(args):
         raise cli.UsageError("--repeat needs --baseline (it measures the same code K times)")
     request = Request(description, asi, baseline=args.baseline, repeat=args.repeat, force=args.force)
     repo = research.find()
+    if os.path.exists(os.path.join(repo.state, "pool", "pool.json")):
+        from autoresearch import pool   # a pool is up: the run is a wave of one, run by the pool
+        if pool.is_up(repo):
+            return pool.run_through_pool(args, repo)
     lock = state.Lock(repo.lock)
     if not lock.acquire(wait_s=2.0):
         current = state.read_current(repo) or {}
@@ -75,7 +79,9 @@ def cmd_run(args):
     finally:
         _restore_signals(handlers)
         lock.release()
-    return experiment.finish(args)
+    code = experiment.finish(args)
+    logcache.refresh(repo)   # after the result is printed: the next status and hooks read the cache's view
+    return code
 
 
 def _parse_asi(text):
@@ -234,7 +240,7 @@ class Experiment:
 
     def _budget_left(self):
         budget = self.config.max_iterations
-        return budget - len(self.runs) if budget else 1 << 30
+        return budget - decide.iterations_used(self.runs) if budget else 1 << 30
 
     def _settle_confirmed(self, first_verdict, second_verdict):
         """A borderline win and its re-run: one decision on both, at most one keep.

@@ -164,6 +164,17 @@ def tmux_name(repo):
     return "autoresearch-night-" + re.sub(r"[^A-Za-z0-9_-]", "-", os.path.basename(repo.root))[:40]
 
 
+CARRIED = ("PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", "VIRTUAL_ENV", "NO_PROXY", "no_proxy")
+CARRIED_PREFIXES = ("ANTHROPIC_", "CLAUDE_", "AUTORESEARCH_", "BASH_", "DISABLE_", "AWS_", "GOOGLE_", "VERTEX_",
+                    "CLOUD_ML_", "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "CUDA_", "UV_", "HF_")
+
+
+def _carried_env():
+    """What the night needs from this shell: a tmux server started earlier has its own
+    environment (an old PATH, no API key), so these go into the window's command."""
+    return {k: v for k, v in os.environ.items() if k in CARRIED or k.startswith(CARRIED_PREFIXES)}
+
+
 def _start_in_tmux(repo, args, extra):
     tmux = shutil.which("tmux")
     if tmux is None:
@@ -179,9 +190,9 @@ def _start_in_tmux(repo, args, extra):
             argv += [flag, value if isinstance(value, str) else f"{value:g}"]
     argv += ["--", *extra]
     src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    pythonpath = os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p)
-    shell = (f"PYTHONPATH={shlex.quote(pythonpath)} {shlex.join(argv)}; code=$?; "
-             "echo \"autoresearch night ended (exit $code); press Enter to close this window\"; read _")
+    env = dict(_carried_env(), PYTHONPATH=os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p))
+    shell = (f"env {' '.join(shlex.quote(f'{k}={v}') for k, v in sorted(env.items()))} {shlex.join(argv)}; "
+             "code=$?; echo \"autoresearch night ended (exit $code); press Enter to close this window\"; read _")
     subprocess.run([tmux, "new-session", "-d", "-s", name, "-c", repo.root, shell], check=True)
     print(f"autoresearch: the night runs in tmux session {name}\n"
           f"  watch it:  tmux attach -t {name}   (detach again with Ctrl-b d)\n"

@@ -51,8 +51,8 @@ def make_plan(repo, config, runs, request):
         why = "is stopped" if session else f"file {repo.rel(repo.session)} is missing or unreadable"
         raise Refused(f"the session {why}; run `autoresearch resume` to continue")
     budget = config.max_iterations
-    if budget and len(runs) >= budget:
-        raise Refused(f"the iteration budget is spent ({len(runs)} of {budget} runs in this segment); "
+    if budget and decide.iterations_used(runs) >= budget:
+        raise Refused(f"the iteration budget is spent ({decide.iterations_used(runs)} of {budget} runs in this segment); "
                           "`autoresearch init` starts a new segment with a new budget")
     check_budgets(repo, config, runs, session)
     root = repo.root
@@ -102,7 +102,7 @@ def make_plan(repo, config, runs, request):
                                   "to measure it again")
             repeat_of = earlier.run
     if budget:
-        count = min(count, budget - len(runs))
+        count = min(count, budget - decide.iterations_used(runs))
     return Plan(base, best_full, commit_scope, repeat_of, count, scope_hash, scope_lines)
 
 

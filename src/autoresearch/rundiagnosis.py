@@ -54,8 +54,7 @@ def diagnose_run(repo, number):
             if text is not None:
                 with open(os.path.join(tree, name), "w", encoding="utf-8") as f:
                     f.write(text + "\n")
-        result = verdict.diagnose_record(tree, run_dir, status_of(run), run,
-                                         config.direction if config else "lower")
+        result = verdict.diagnose_record(tree, run_dir, status_of(run), run, config or log.Config())
     return result, run
 
 

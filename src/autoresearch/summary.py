@@ -86,33 +86,231 @@ def summarise(config, runs, segment=0):
     - change: exactly 0 and "no improvement yet" while the incumbent is the baseline's code;
     - streaks count ideas: re-measurements of kept code neither count nor end one;
     - confidence only when noise was measured (some code measured at least twice).
-    One pass over the runs (plus sorting per code), so it stays fast at 50,000 runs.
+    Built one run at a time by `Tally`, which the log cache (logcache.py) keeps between
+    commands, so a long log is summarised once and then only its new runs are added.
     """
-    rules = decide.Rules.from_config(config)
-    keys = decide.code_keys(runs)
-    counts = {s: 0 for s in STATUSES}
+    tally = Tally(config, segment)
     for r in runs:
-        if r.status in counts:
-            counts[r.status] += 1
-    remeasured = decide.remeasurements(runs, keys)
-    base = decide.baseline(runs)
-    best = decide.incumbent(runs, keys)
-    base_value = decide.value_of(runs, base, keys) if base else None
-    best_value = decide.value_of(runs, best, keys) if best else None
-    stats = decide.noise(runs, rules, keys)
-    same = base is not None and keys[base.run] == keys[best.run]
-    change = _change(rules.direction, base_value, best_value, same) if base else None
-    confidence = None
-    if change is not None and not same and stats["source"] == "repeats":
-        confidence = decide.confidence(change.value, stats["sigma"])
-    current, longest = _streaks(runs, remeasured)
-    budget = config.max_iterations if config else None
-    return Summary(
-        segment=segment, runs=len(runs), counts=counts, remeasured=remeasured,
-        baseline=base, baseline_value=base_value, best=best, best_value=best_value, change=change,
-        noise=stats, confidence=confidence, consecutive_non_keeps=current, longest_non_keeps=longest,
-        max_iterations=budget, iterations_left=max(0, budget - len(runs)) if budget else None,
-        running_best=_running_best(runs, keys))
+        tally.add(r)
+    if tally.retro:   # a later keep made earlier discards noise samples: count the streaks again
+        tally.current, tally.longest = _streaks(runs, tally.remeasured())
+        tally.retro = False
+    return tally.summary()
+
+
+class Tally:
+    """A segment's summary, one run at a time: what `summarise` needs to know of the runs so far
+    (counts, each code's sorted measurements, the first keep of each code, the streaks, the
+    running best, the last runs), and nothing of the runs themselves beyond that.
+
+    `retro` turns True when a keep gives a code that earlier discards re-measured (`repeat_of`):
+    they become noise samples after the fact, so the streaks must be counted again from the
+    runs (summarise does; the cache reads the log again)."""
+
+    def __init__(self, config, segment=0, history=True):
+        self.config, self.segment, self.history = config, segment, history
+        self.runs = 0
+        self.pool_runs = 0          # a pool's controls and confirmation re-runs: not in the budget
+        self.counts = {s: 0 for s in STATUSES}
+        self.keys = {}              # run number -> code
+        self.kept_codes = set()
+        self.repeats = {}           # run number -> code, for the discards that name a run they re-measure
+        self.baseline = None        # log.Run
+        self.first_keep = {}        # code -> the first log.Run that kept it
+        self.last_keep = None       # the code of the last keep
+        self.groups = {}            # code -> its measurements, sorted
+        self.current = self.longest = 0
+        self.running_best = []      # after each run (only with history: the cache keeps none)
+        self.rb_incumbent, self.rb_fallback = None, None
+        self.last = []              # the last LAST_RUNS log.Run
+        self.timeline = []          # [run, timestamp, duration_s] of each run: what the ledger reads
+        self.retro = False
+
+    def add(self, r):
+        if r.scope_hash:
+            key = r.scope_hash
+        elif r.repeat_of in self.keys:
+            key = self.keys[r.repeat_of]
+        else:
+            key = decide.code_key(r)
+        self.keys[r.run] = key
+        self.runs += 1
+        if r.extra.get("role") in ("control", "confirm"):
+            self.pool_runs += 1
+        if r.status in self.counts:
+            self.counts[r.status] += 1
+        if r.measured:
+            bisect.insort(self.groups.setdefault(key, []), r.metric)
+        if r.status == "keep":
+            if key not in self.kept_codes and key in self.repeats.values():
+                self.retro = True
+            self.kept_codes.add(key)
+            self.first_keep.setdefault(key, r)
+            if not isinstance(self.first_keep[key], log.Run):
+                self.retro = True   # a code kept again whose first keep the saved tally holds as a number
+            self.last_keep = key
+            if self.baseline is None:
+                self.baseline = r
+            self.current = 0
+        else:
+            if r.status == "discard" and r.repeat_of is not None:
+                self.repeats[r.run] = key
+            if not (r.status == "discard" and r.repeat_of is not None and key in self.kept_codes):
+                self.current += 1
+                self.longest = max(self.longest, self.current)
+        if r.status == "keep" and key != self.rb_incumbent:
+            self.rb_incumbent, self.rb_fallback = key, r.metric
+        if self.history:
+            values = self.groups.get(self.rb_incumbent) if self.rb_incumbent is not None else None
+            self.running_best.append(_sorted_median(values) if values else self.rb_fallback)
+        self.last = (self.last + [r])[-LAST_RUNS:]
+        self.timeline.append([r.run, r.timestamp, r.duration_s])
+
+    def remeasured(self):
+        return {run for run, key in self.repeats.items() if key in self.kept_codes}
+
+    def value_of(self, record):
+        values = self.groups.get(self.keys.get(record.run, decide.code_key(record)))
+        return _sorted_median(values) if values else record.metric
+
+    def noise(self, rules):
+        """decide.noise() from the sorted measurements of each code."""
+        return decide.noise_of(self.groups.values(), rules)
+
+    def summary(self):
+        config = self.config
+        rules = decide.Rules.from_config(config)
+        base = self.baseline
+        best = self.first_keep[self.last_keep] if self.last_keep is not None else None
+        base_value = self.value_of(base) if base else None
+        best_value = self.value_of(best) if best else None
+        stats = self.noise(rules)
+        same = base is not None and self.keys[base.run] == self.keys[best.run]
+        change = _change(rules.direction, base_value, best_value, same) if base else None
+        confidence = None
+        if change is not None and not same and stats["source"] == "repeats":
+            confidence = decide.confidence(change.value, stats["sigma"])
+        budget = config.max_iterations if config else None
+        return Summary(
+            segment=self.segment, runs=self.runs, counts=dict(self.counts), remeasured=self.remeasured(),
+            baseline=base, baseline_value=base_value, best=best, best_value=best_value, change=change,
+            noise=stats, confidence=confidence, consecutive_non_keeps=self.current,
+            longest_non_keeps=self.longest, max_iterations=budget,
+            iterations_left=max(0, budget - (self.runs - self.pool_runs)) if budget else None,
+            running_best=list(self.running_best))
+
+    # -- kept between commands by logcache.py (JSON: the cache is a file anyone could write)
+
+    def to_json(self):
+        return {"config": self.config.to_json() if self.config else None, "segment": self.segment,
+                "runs": self.runs, "pool_runs": self.pool_runs, "counts": self.counts, "keys": [list(self.keys), list(self.keys.values())],
+                "kept_codes": sorted(self.kept_codes), "repeats": [[k, v] for k, v in self.repeats.items()],
+                "baseline": self.baseline.to_json() if self.baseline else None,
+                # the first keep of each code by run number; only the incumbent's record in full
+                "first_keep": {k: (r.run if isinstance(r, log.Run) else int(r)) for k, r in self.first_keep.items()},
+                "incumbent": self.first_keep[self.last_keep].to_json() if self.last_keep is not None else None,
+                "last_keep": self.last_keep,
+                "groups": self.groups, "current": self.current, "longest": self.longest,
+                "history": self.history, "running_best": self.running_best,
+                "rb": [self.rb_incumbent, self.rb_fallback],
+                "last": [r.to_json() for r in self.last], "timeline": self.timeline}
+
+    @classmethod
+    def from_json(cls, data):
+        """The tally back from to_json(); raises (KeyError, TypeError, ValueError) on anything else."""
+        config = log.Config.from_json(data["config"]) if data["config"] is not None else None
+        t = cls(config, int(data["segment"]), history=bool(data["history"]))
+        t.runs = int(data["runs"])
+        t.pool_runs = int(data["pool_runs"])
+        t.counts = {s: int(data["counts"][s]) for s in STATUSES}
+        t.keys = dict(zip(map(int, data["keys"][0]), map(str, data["keys"][1])))
+        t.kept_codes = {str(k) for k in data["kept_codes"]}
+        t.repeats = {int(k): str(v) for k, v in data["repeats"]}
+        t.baseline = log.Run.from_json(data["baseline"]) if data["baseline"] is not None else None
+        t.first_keep = {str(k): int(v) for k, v in data["first_keep"].items()}
+        t.last_keep = data["last_keep"]
+        if t.last_keep is not None:
+            best = log.Run.from_json(data["incumbent"])
+            if t.first_keep.get(t.last_keep) != best.run:
+                raise ValueError("inconsistent tally")
+            t.first_keep[t.last_keep] = best
+        t.groups = data["groups"]   # {code: sorted numbers}; the file is signed, its shape checked here
+        if not isinstance(t.groups, dict) or not all(type(v) is list for v in t.groups.values()):
+            raise ValueError("inconsistent tally")
+        t.current, t.longest = int(data["current"]), int(data["longest"])
+        t.running_best = [None if v is None else float(v) for v in data["running_best"]]
+        t.rb_incumbent, t.rb_fallback = data["rb"]
+        t.last = [log.Run.from_json(v) for v in data["last"]]
+        t.timeline = data["timeline"]
+        if not isinstance(t.timeline, list) or len(t.timeline) != t.runs:
+            raise ValueError("inconsistent tally")
+        if t.last_keep is not None and t.last_keep not in t.first_keep \
+                or len(t.running_best) != (t.runs if t.history else 0) \
+                or (t.baseline is not None) != bool(t.first_keep) or len(t.keys) > t.runs:
+            raise ValueError("inconsistent tally")
+        return t
+
+
+class Moment:
+    """What the ledger reads of a run (its number, when it was recorded, how long it took)."""
+    __slots__ = ("run", "timestamp", "duration_s")
+
+    def __init__(self, run, timestamp, duration_s):
+        self.run, self.timestamp, self.duration_s = run, timestamp, duration_s
+
+
+def moments(timeline):
+    """The tally's timeline as objects the ledger reads like runs (numbers checked: the cache is a file)."""
+    out = []
+    for run, stamp, duration in timeline:
+        if not isinstance(run, int) or not all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+                                               for v in (stamp, duration)):
+            raise ValueError("timeline")
+        out.append(Moment(run, stamp, duration))
+    return out
+
+
+def waves(runs):
+    """The night's waves (runs recorded by a pool carry `wave`), in order: what each ran, kept and
+    reported, the control's value (drift across the night) and the GPU time spent idle
+    (GPUs x the wave's wall time - the benchmarks' own time)."""
+    out = {}
+    for r in runs:
+        w = r.extra.get("wave")
+        if not isinstance(w, int) or isinstance(w, bool):
+            continue
+        g = out.setdefault(w, {"wave": w, "runs": [], "candidates": [], "controls": [], "kept": None,
+                               "runners_up": [], "control_metric": None, "started": None, "ended": None,
+                               "gpus": None, "busy_s": 0.0})
+        role = r.extra.get("role")
+        g["runs"].append(r.run)
+        if role == "candidate":
+            g["candidates"].append(r.run)
+        if role == "control":
+            g["controls"].append(r.run)
+            if g["control_metric"] is None and r.measured:
+                g["control_metric"] = r.metric
+        if r.status == "keep":
+            g["kept"] = r.run
+        if r.extra.get("runner_up"):
+            g["runners_up"].append(r.run)
+        busy = r.extra.get("gpu_s")
+        if log.is_finite(busy):
+            g["busy_s"] += busy
+        for key, field_name, pick in (("started", "wave_started", min), ("ended", "wave_ended", max)):
+            value = r.extra.get(field_name)
+            if log.is_finite(value):
+                g[key] = value if g[key] is None else pick(g[key], value)
+        if isinstance(r.extra.get("wave_gpus"), int):
+            g["gpus"] = r.extra["wave_gpus"]
+    for g in out.values():
+        wall = (g["ended"] - g["started"]) / 1000 if g["started"] is not None and g["ended"] is not None else None
+        total = g["gpus"] * wall if wall is not None and g["gpus"] else None
+        g["wall_s"] = round(wall, 3) if wall is not None else None
+        g["busy_s"] = round(g["busy_s"], 3)
+        g["idle_s"] = round(max(0.0, total - g["busy_s"]), 3) if total is not None else None
+        g["idle_fraction"] = round(g["idle_s"] / total, 4) if total else None
+    return [out[w] for w in sorted(out)]
 
 
 def _change(direction, base_value, best_value, same_code):
@@ -139,20 +337,6 @@ def _streaks(runs, remeasured):
     return current, longest
 
 
-def _running_best(runs, keys):
-    """The incumbent's value after each run: the median of its code's measurements so far."""
-    seen, out, incumbent, fallback = {}, [], None, None
-    for r in runs:
-        key = keys[r.run]
-        if r.measured:
-            bisect.insort(seen.setdefault(key, []), r.metric)
-        if r.status == "keep" and key != incumbent:
-            incumbent, fallback = key, r.metric
-        values = seen.get(incumbent) if incumbent is not None else None
-        out.append(_sorted_median(values) if values else fallback)
-    return out
-
-
 def _sorted_median(ordered):
     n = len(ordered)
     mid = n // 2
@@ -166,8 +350,19 @@ def status_object(repo, night, warn=None):
     config = seg.config if seg else None
     runs = seg.runs if seg else []
     s = summarise(config, runs, seg.index if seg else 0)
+    return status_from(repo, config, s, runs[-LAST_RUNS:], len(night.runs), runs)
+
+
+def status_from(repo, config, s, last_runs, total_runs, runs):
+    """The status object from a segment's summary (status_object, or the log cache's view).
+    `runs` are what the ledger reads of the segment's runs (run, timestamp, duration_s): the
+    runs themselves, or the tally's timeline of them."""
     session = state.read_session(repo) or {}
     c = config or log.Config()
+    pool_state = _pool(repo)
+    left = s.iterations_left
+    if left is not None and pool_state:
+        left = max(0, left - pool_state["queued"])   # queued candidates will use the budget too
     costs, budgets, spent = ledger.figures(repo, config, runs, session,
                                            improvements=max(0, s.counts.get("keep", 0) - 1))
     return {
@@ -177,7 +372,7 @@ def status_object(repo, night, warn=None):
         "metric_unit": c.metric_unit,
         "direction": c.direction,
         "runs": s.runs,
-        "total_runs": len(night.runs),
+        "total_runs": total_runs,
         "counts": s.counts,
         # Discards that re-measured kept code (noise samples), included in counts["discard"].
         "remeasurements": len(s.remeasured),
@@ -190,14 +385,15 @@ def status_object(repo, night, warn=None):
         "noise_measured": s.noise_measured,
         "threshold": s.noise["threshold"],
         "confidence": s.confidence,
-        "last_runs": [_compact(r) for r in runs[-LAST_RUNS:]],
+        "last_runs": [_compact(r) for r in last_runs[-LAST_RUNS:]],
         "consecutive_non_keeps": s.consecutive_non_keeps,
         "longest_non_keeps": s.longest_non_keeps,
         "max_iterations": s.max_iterations,
-        "iterations_left": s.iterations_left,
+        "iterations_left": left,
         "active": state.is_active(session),
         "owner_session": session.get("owner_session", c.owner_session),
-        "running": _running(repo),
+        "running": _running(repo, pool_state),
+        "pool": pool_state,
         "scope": c.scope,
         "fixed": sorted(c.fixed),
         "command": c.command,
@@ -218,9 +414,10 @@ def keep_rate(counts):
 
 def compute(repo, warn=None):
     """The status dict (the keys are a contract: hooks and the report read them)."""
-    night = log.load(repo.log, warn=warn or (lambda m: None))
-    research.require_config(night.current.config if night.current else None)
-    return status_object(repo, night)
+    from autoresearch import logcache
+    v = logcache.view(repo, warn=warn)
+    research.require_config(v.config)
+    return status_from(repo, v.config, v.summary, v.last_runs, v.total_runs, v.timeline)
 
 
 def _point(record, value):
@@ -239,11 +436,23 @@ def _compact(r):
     return out
 
 
-def _running(repo):
+def _running(repo, pool_state=None):
+    if pool_state and pool_state.get("wave_running"):
+        return {"run": None, "wave": pool_state["wave_running"], "pid": None, "started": None}
     if not state.is_locked(repo.lock):
         return None
     current = state.read_current(repo) or {}
     return {"run": current.get("run"), "pid": current.get("pid"), "started": current.get("started")}
+
+
+def _pool(repo):
+    """The pool block (GPUs, busy, queued, the wave in flight) while a pool was ever started here;
+    None otherwise, without importing anything more."""
+    if not os.path.isdir(os.path.join(repo.state, "pool")):
+        return None
+    from autoresearch import pool
+    data = pool.status_data(repo)
+    return {k: data[k] for k in ("up", "gpus", "classes", "busy", "queued", "wave_running")}
 
 
 def _recover_if_needed(repo):
@@ -327,9 +536,20 @@ def status_text(s):
     lines.extend(night_log.text(s.get("night")))
     lines.append(f"session: {'active' if s['active'] else 'stopped'}"
                  + (f" (owner {s['owner_session']})" if s["owner_session"] else ""))
-    if s["running"]:
+    if s["running"] and s["running"].get("wave"):
+        lines.append(f"running: wave {s['running']['wave']} on the pool (`autoresearch wait` for it)")
+    elif s["running"]:
         lines.append(f"running: run {s['running']['run']} (pid {s['running']['pid']})")
+    if s.get("pool"):
+        lines.append(pool_line(s["pool"]))
     return "\n".join(lines)
+
+
+def pool_line(p):
+    if not p["up"]:
+        return f"pool: down ({p['queued']} candidate(s) queued)" if p["queued"] else "pool: down"
+    return (f"pool: {p['gpus']} GPU(s) ({', '.join(p['classes'])}), {p['busy']} busy, {p['queued']} candidate(s) "
+            "queued" + (f", wave {p['wave_running']} running" if p["wave_running"] else ""))
 
 
 def _remeasured(s):
@@ -370,11 +590,20 @@ def brief_text(s):
         lines.append(f"Budget: {s['budget_spent']}; the loop is over.")
     lines.append(f"Rules: edit only {scope}; never edit {fixed}. The engine commits, decides keep/discard "
                  "and resets git; don't commit or reset yourself.")
-    lines.append(f"Next: edit {scope}, then run: {next_command()}")
+    if s.get("pool") and s["pool"]["up"]:
+        lines.append(pool_line(s["pool"]) + ".")
+    lines.append(f"Next: edit {scope}, then run: {next_command(s)}")
     return "\n".join(lines)
 
 
-def next_command():
+def next_command(s=None):
+    p = (s or {}).get("pool")
+    if p and p["up"]:
+        if p["wave_running"]:
+            return "autoresearch wait"
+        free = max(1, p["gpus"] - 1 - p["queued"])
+        return (f'autoresearch submit -m "<what and why>" (up to {free} more diverse candidate(s)), '
+                "then autoresearch wait")
     return 'autoresearch run -m "<what you changed and why>"'
 
 
@@ -384,7 +613,7 @@ def cmd_brief(args):
     s = compute(repo, warn=output.warn)
     text = brief_text(s)
     if output.wants_json(args):
-        output.emit(args, None, {"text": text, "next": next_command(), "state": s})
+        output.emit(args, None, {"text": text, "next": next_command(s), "state": s})
     else:
         print(text)
     return cli.EXIT_OK

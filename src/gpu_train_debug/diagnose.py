@@ -193,6 +193,10 @@ class _Diagnosis:
             "TOKENIZER_INCOMPATIBLE": self._tokenizer_incompatible,
             "DEVICE_MISMATCH": self._device_mismatch,
             "DEVICE_ASSERT": self._device_assert,
+            "AUTOGRAD_ERROR": self._autograd,
+            "HALF_ON_CPU": self._half_on_cpu,
+            "PACKAGE_VERSION": self._package_attr,
+            "DDP_UNUSED_PARAMETERS": self._ddp_unused,
             "CHECKPOINT_MISMATCH": self._checkpoint_mismatch,
             "SHM_EXHAUSTED": self._shm,
             "TORCH_TOO_OLD": self._torch_too_old,
@@ -534,6 +538,32 @@ class _Diagnosis:
             "a tensor created in the code was not moved with `.to(device)` (or cast). Move it where the model "
             "is, or revert the edit.")
 
+    def _package_attr(self, match):
+        module, attr = match.group(1), match.group(2)
+        self.inter["module"], self.inter["missing_attribute"] = module, attr
+        return "MISSING_DEPENDENCY", ["PACKAGE_VERSION"], {}, (
+            f"The module `{module}` has no `{attr}`: a local file or folder named `{module}` shadows the "
+            f"installed package (rename it), or the installed version is not the one the code expects "
+            f"(`pip install -U {module.split('.')[0]}`, or the version the project pins).")
+
+    def _half_on_cpu(self, match):
+        return "DTYPE_UNSUPPORTED", ["HALF_ON_CPU"], self._set("DTYPE", "float32"), (
+            "A CPU kernel has no half-precision version (" + match.group(0)[:80] + "): the model runs in "
+            "fp16/bf16 on the CPU. Use float32 on the CPU (DTYPE=\"float32\"), or run on the GPU.")
+
+    def _autograd(self, match):
+        return "CONFIG_INVALID", ["AUTOGRAD_ERROR"], {}, (
+            "Autograd could not compute the gradient (" + match.group(0)[:80] + "): the code changes a tensor "
+            "in place that backward still needs (`x += ...`, `relu_(...)`, `inplace=True`), reuses a freed "
+            "graph, or detaches the loss. Use out-of-place operations (`x = x + ...`) there; "
+            "torch.autograd.set_detect_anomaly(True) names the operation.")
+
+    def _ddp_unused(self, match):
+        return "DISTRIBUTED", ["DDP_UNUSED_PARAMETERS"], {}, (
+            "DistributedDataParallel found parameters that got no gradient in a step (a layer defined but "
+            "not used in forward, or a branch some steps skip). Use every parameter in the loss, or pass "
+            "find_unused_parameters=True to DistributedDataParallel (slower).")
+
     def _device_assert(self, match):
         return "CONFIG_INVALID", ["DEVICE_ASSERT"], {}, (
             "A CUDA kernel's bounds check failed (device-side assert): an index is out of range, most often a "
@@ -633,7 +663,7 @@ class _Diagnosis:
             return "CONFIG_INVALID", ["CODE_ERROR"], {}, (
                 f"The {'training script' if self.template else 'benchmark'} raised {raised.text()}{where}: "
                 f"a bug in the code (often the last edit), not a resource limit. " + hint)
-        if name == "FileNotFoundError":
+        if name in ("FileNotFoundError", "IsADirectoryError", "NotADirectoryError"):
             return "DATA", ["FILE_MISSING"], {}, (
                 f"A file the run reads is missing: {raised.text()}{where}. Create or download it, or fix "
                 f"its path (relative paths depend on the working directory).")

@@ -211,7 +211,7 @@ def test_engine_killed_during_a_confirmation_rerun(noisy):
 
 
 def test_forced_rerun_of_unchanged_code_is_a_noise_sample_never_a_keep(noisy):
-    """A tie with itself used to be kept (`KEEP (+0 vs best)`); ties never keep (DESIGN 4.4)."""
+    """A tie with itself used to be kept (`KEEP (+0 vs best)`); ties never keep."""
     repo, seq = noisy()
     seq.feed(1.0, 1.0, 0.7)
     repo.experiment("0.1")

@@ -265,8 +265,15 @@ def test_night_survives_api_errors_and_ends_at_the_budget(tmp_path, research_rep
     assert "night: started" in text and "2 resume(s)" in text and "ended: the iteration budget is spent" in text
     report = json.loads(autoresearch(["report", "--json", "-o", str(tmp_path / "r.html")], repo, env).stdout)
     assert report["summary"]["ledger"]["cost_per_improvement_usd"] == pytest.approx(expected / 2, abs=1e-6)
-    page = (tmp_path / "r.html").read_text()
-    assert "cost-panel" in page and "cost-curve" in page
+    # The page in real Chromium: the cost panel with the figure, the cumulative cost curve, no errors.
+    sys.path.insert(0, str(ROOT / "tests" / "report"))
+    from report_browser import dump_dom, root_attributes
+    dom, _ = dump_dom((tmp_path / "r.html").as_uri(), tmp_path / "profile")
+    panel = dom[dom.index('id="cost-panel"'):dom.index('id="current-box"')]
+    assert "hidden" not in panel[:40] and "cost per kept improvement" in panel
+    assert f"${expected / 2:.2f}" in panel and "2 resume(s)" in panel and "resumed after" in panel
+    assert "<canvas" in panel[panel.index('id="cost-curve"'):]
+    assert root_attributes(dom).get("data-errors") in (None, "[]")
     print(f"night e2e: {took:.1f} s, {len(agent)} agent requests, {answers} billed answers")
 
 
@@ -356,3 +363,32 @@ def test_a_cost_budget_ends_the_night_and_refuses_the_next_run(tmp_path, researc
     proc = autoresearch(["run", "-m", "one more"], repo, env)
     assert proc.returncode == 3
     assert f"the cost budget is spent (${cost:.2f} of $0.16 on the agent's tokens)" in proc.stderr
+
+
+def test_outside_tmux_night_starts_itself_in_tmux_and_says_how_to_attach(tmp_path, research_repo):
+    require_tool(CLAUDE, HINT)
+    tmux = require_tool("tmux", "install tmux (scripts/install-test-tools.sh)")
+    repo = research_repo
+    sockets = tmp_path / "tmux"          # a tmux server of this test's own
+    sockets.mkdir()
+    with MessagesAPI(researcher(repo)) as api:
+        env = dict(night_env(tmp_path, api.url), TMUX_TMPDIR=str(sockets))
+        init_in_shell(repo, env)
+        try:
+            proc = autoresearch(["night", "--backoff", "1", "--", "--plugin-dir", str(ROOT)], repo, env, timeout=60)
+            assert proc.returncode == 0, proc.stderr
+            assert "tmux attach -t autoresearch-night-research" in proc.stdout
+            log = repo / ".autoresearch" / "night.jsonl"
+            deadline = time.time() + 180
+            while time.time() < deadline and '"event":"end"' not in (log.read_text() if log.exists() else ""):
+                time.sleep(0.5)
+            events = [json.loads(line) for line in log.read_text().splitlines()]
+            assert events[-1]["event"] == "end" and "iteration budget is spent" in events[-1]["reason"]
+            window = subprocess.run([tmux, "capture-pane", "-p", "-t", "autoresearch-night-research"], env=env,
+                                    capture_output=True, text=True).stdout
+            assert "ended: the iteration budget is spent" in window and "autoresearch night ended (exit 0)" in window
+            again = autoresearch(["night", "--", "--plugin-dir", str(ROOT)], repo, env)
+            assert again.returncode == 3   # the budget is spent: nothing to do, whatever the window holds
+        finally:
+            subprocess.run([tmux, "kill-server"], env=env, capture_output=True)
+    assert [r["status"] for r in runs_in(repo)] == ["keep"] * BUDGET

@@ -125,3 +125,8 @@ def test_the_hook_runs_for_every_tool_it_judges():
     for tool in ("Edit", "Write", "MultiEdit", "NotebookEdit", "Bash", "Read", "Grep", "mcp__filesystem__write_file"):
         assert re.fullmatch(matcher, tool), tool
     assert not re.fullmatch(matcher, "WebFetch")
+
+
+def test_the_log_cache_key_is_not_read(repo):
+    assert "secret" in call(repo, "Read", file_path=".git/autoresearch/cache.key")
+    assert "secret" in call(repo, "Bash", command="cat .git/autoresearch/cache.key")

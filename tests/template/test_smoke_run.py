@@ -15,7 +15,7 @@ from autoresearch import metrics
 
 from .template_helpers import ROOT
 
-METRIC = re.compile(r"^METRIC\s+([A-Za-z_][A-Za-z0-9_.]*)=(\S+)\s*$")   # DESIGN 4.1
+METRIC = re.compile(r"^METRIC\s+([A-Za-z_][A-Za-z0-9_.]*)=(\S+)\s*$")   # the METRIC line grammar
 SUMMARY = [("val_bpb", r"\d+\.\d{6}"), ("training_seconds", r"\d+\.\d"), ("total_seconds", r"\d+\.\d"),
            ("peak_vram_mb", r"\d+\.\d"), ("mfu_percent", r"\d+\.\d\d"), ("total_tokens_M", r"\d+\.\d"),
            ("num_steps", r"\d+"), ("num_params_M", r"\d+\.\d"), ("depth", r"\d+"),
