@@ -27,6 +27,24 @@ def repo(tmp_path_factory):
         cleanup(base)
 
 
+def test_pool_up_refuses_a_node_without_the_prepared_data(tmp_path):
+    # Runs before the module's pool starts (one local Ray at a time on this machine).
+    require_ray()
+    base, env = ray_env()
+    try:
+        other = make_repo(tmp_path / "research", env)
+        missing = tmp_path / "cache" / "prepared" / "manifest.json"
+        other.env["AUTORESEARCH_POOL_DATA"] = str(missing)
+        proc = other.cli("pool", "up", "--gpus", "2", "--cpus", "1")
+        assert proc.returncode == 3, proc.stderr
+        assert "prepared data is missing" in proc.stderr and str(missing) in proc.stderr
+        assert "uv run prepare.py" in proc.stderr
+        rc, status = other.json("pool", "status")
+        assert not status["up"]
+    finally:
+        cleanup(base)
+
+
 def test_pool_status_lists_the_logical_gpus_and_listens_on_loopback_only(repo):
     rc, data = repo.json("pool", "status")
     assert rc == 0 and data["up"] and data["gpus"] == 4 and data["local"]
