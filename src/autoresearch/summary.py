@@ -355,13 +355,14 @@ def _sorted_median(ordered):
     return ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
-def status_object(repo, night, warn=None):
+def status_object(repo, night, warn=None, summarised=None):
     """What `status --json` prints (and `report --json` carries as "status"): the current
-    segment's summary, its config's essentials, and the session (session.json and the lock)."""
+    segment's summary, its config's essentials, and the session (session.json and the lock).
+    `summarised`: the current segment's summary when the caller made it already (the report)."""
     seg = night.current
     config = seg.config if seg else None
     runs = seg.runs if seg else []
-    s = summarise(config, runs, seg.index if seg else 0)
+    s = summarised or summarise(config, runs, seg.index if seg else 0)
     return status_from(repo, config, s, runs[-LAST_RUNS:], len(night.runs), runs)
 
 

@@ -16,7 +16,9 @@ from helpers_pool import SRC, cleanup, make_repo, ray_env, require_ray
 def repo(tmp_path_factory):
     require_ray()
     base, env = ray_env()
-    repo = make_repo(tmp_path_factory.mktemp("pool") / "research", env)
+    # The controls sleep 4 s and the candidates 5 s: the four runs of a wave overlap even when
+    # the shared machine is slow to start one of them.
+    repo = make_repo(tmp_path_factory.mktemp("pool") / "research", env, value="1.0:4")
     repo.ok("pool", "up", "--gpus", "4", "--cpus", "2")
     try:
         yield repo
@@ -38,13 +40,13 @@ def test_pool_status_lists_the_logical_gpus_and_listens_on_loopback_only(repo):
 def test_a_wave_of_three_candidates_and_the_control_runs_at_once(repo):
     repo.ok("run", "-m", "baseline")           # with a pool up: a calibration wave of one
     start = repo.git("rev-parse", "HEAD")
-    ids = [repo.submit(v)["id"] for v in ("0.5:4", "0.9:4", "1.2:4")]
+    ids = [repo.submit(v)["id"] for v in ("0.5:5", "0.9:5", "1.2:5")]
     # Each submit committed its change to the candidate's own ref, not the branch, and put
     # the work tree back at the incumbent.
     assert repo.git("rev-parse", "HEAD") == start
-    assert (repo.root / "value.txt").read_text() == "1.0\n"
+    assert (repo.root / "value.txt").read_text() == "1.0:4\n"
     assert repo.git("status", "--porcelain", "--untracked-files=no") == ""
-    assert repo.git("show", f"refs/autoresearch/candidates/{ids[0]}:value.txt") == "0.5:4"
+    assert repo.git("show", f"refs/autoresearch/candidates/{ids[0]}:value.txt") == "0.5:5"
 
     rc, data = repo.json("wait", "--timeout", "200")
     assert rc == 0 and data["status"] == "done"
@@ -53,8 +55,8 @@ def test_a_wave_of_three_candidates_and_the_control_runs_at_once(repo):
     assert sorted(r["role"] for r in first) == ["candidate"] * 3 + ["control"]
     seen = [repo.seen(r["run"]) for r in first]
     # They overlapped in time, each on its own GPU.
-    assert max(s[1] for s in seen) < min(s[2] for s in seen)
-    assert sorted(s[0] for s in seen) == ["0", "1", "2", "3"]
+    assert max(s[1] for s in seen) < min(s[2] for s in seen), seen
+    assert sorted(s[0] for s in seen) == ["0", "1", "2", "3"], seen
     assert all(r["slot"]["cuda_visible_devices"] == s[0] for r, s in zip(first, seen))
 
     logged = [r for r in repo.runs() if r.get("wave") == w]
@@ -65,7 +67,7 @@ def test_a_wave_of_three_candidates_and_the_control_runs_at_once(repo):
     kept = [r for r in logged if r["status"] == "keep"]
     assert len(kept) == 1 and kept[0]["metric"] == 0.5 and kept[0]["candidate"] == ids[0]
     assert repo.git("rev-parse", "--short=7", "HEAD") == kept[0]["commit"]
-    assert (repo.root / "value.txt").read_text() == "0.5:4\n"
+    assert (repo.root / "value.txt").read_text() == "0.5:5\n"
     runner_up = next(r for r in logged if r.get("candidate") == ids[1])
     assert runner_up["status"] == "discard" and runner_up["runner_up"]
     # Every run kept its commit; the candidates' own refs are gone once recorded.
@@ -106,7 +108,7 @@ def test_submit_has_the_refusals_of_run(repo):
     proc = repo.cli("submit", "-m", "games the harness")
     assert proc.returncode == 3 and "fixed file bench.sh" in proc.stderr
     repo.git("checkout", "bench.sh")
-    repo.set("0.5:4")   # an earlier run's code again: an exact repeat
+    repo.set("0.5:5")   # an earlier run's code again: an exact repeat
     proc = repo.cli("submit", "-m", "same as the best")
     assert proc.returncode == 3
     repo.git("checkout", "value.txt")
