@@ -187,7 +187,7 @@ def build_model(root, log_path, kwh_price=DEFAULT_KWH_PRICE, warn=_warn, with_lo
     if night.current is not None and night.current.config is not None:
         from autoresearch import research
         # the same object `status --json` prints, its text shown as on the rest of the page
-        status = _clean(arsummary.status_object(research.Repo(root), night))
+        status = _clean(arsummary.status_object(research.Repo(root), night, summarised=summaries[-1]))
     model = {
         "title": config["name"] or "autoresearch",
         "metricName": config["metricName"],

@@ -15,7 +15,7 @@ import tempfile
 from autoresearch import gitops, log, research
 from autoresearch.errors import Refused
 
-HARNESS = ("train.py", "prepare.py")
+HARNESS = ("train.py", "prepare.py", "harness.py")   # what the diagnoser reads constants from
 RUN_LOG = re.compile(r"(?:^|/)\.autoresearch/runs/(\d+)/[^/]+$")
 
 

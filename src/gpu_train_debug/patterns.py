@@ -17,9 +17,9 @@ SIGNATURES = [
         r"|MPS backend out of memory|Tried to allocate [\d.]+ ?[KMGT]i?B \(GPU \d+; [\d.]+ ?[KMGT]i?B total capacity"
         r"|kIOGPUCommandBufferCallbackErrorOutOfMemory|\[metal::malloc\] Attempting to allocate"
         r"|\bO?OM [Dd]etected|RESOURCE_EXHAUSTED: Out of memory|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED"
-        r"|cudaErrorMemoryAllocation"),
+        r"|cudaErrorMemoryAllocation|cudaMalloc failed: out of memory|failed to allocate CUDA\d* buffer"),
      ('out of memory', 'outofmemoryerror', 'total capacity', 'erroroutofmemory', 'metal::malloc',
-      'om detected', 'resource_exhausted', 'alloc_failed', 'cudaerrormemoryallocation')),
+      'om detected', 'resource_exhausted', 'alloc_failed', 'cudaerrormemoryallocation', 'failed to allocate cuda')),
     ("CAUSAL_LEAK", "LOSS_TOO_GOOD", re.compile(
         r"CAUSALITY VIOLATION|the model sees future tokens"),
      ('causality violation', 'sees future tokens')),

@@ -6,6 +6,7 @@ on one research repo, each from whatever incumbent the one before left.
 
 import json
 import os
+import subprocess
 
 import pytest
 
@@ -16,12 +17,32 @@ from helpers_pool import SRC, cleanup, make_repo, ray_env, require_ray
 def repo(tmp_path_factory):
     require_ray()
     base, env = ray_env()
-    repo = make_repo(tmp_path_factory.mktemp("pool") / "research", env)
+    # The controls sleep 4 s and the candidates 5 s: the four runs of a wave overlap even when
+    # the shared machine is slow to start one of them.
+    repo = make_repo(tmp_path_factory.mktemp("pool") / "research", env, value="1.0:4")
     repo.ok("pool", "up", "--gpus", "4", "--cpus", "2")
     try:
         yield repo
     finally:
         repo.cli("pool", "down")
+        cleanup(base)
+
+
+def test_pool_up_refuses_a_node_without_the_prepared_data(tmp_path):
+    # Runs before the module's pool starts (one local Ray at a time on this machine).
+    require_ray()
+    base, env = ray_env()
+    try:
+        other = make_repo(tmp_path / "research", env)
+        missing = tmp_path / "cache" / "prepared" / "manifest.json"
+        other.env["AUTORESEARCH_POOL_DATA"] = str(missing)
+        proc = other.cli("pool", "up", "--gpus", "2", "--cpus", "1")
+        assert proc.returncode == 3, proc.stderr
+        assert "prepared data is missing" in proc.stderr and str(missing) in proc.stderr
+        assert "uv run prepare.py" in proc.stderr
+        rc, status = other.json("pool", "status")
+        assert not status["up"]
+    finally:
         cleanup(base)
 
 
@@ -38,13 +59,13 @@ def test_pool_status_lists_the_logical_gpus_and_listens_on_loopback_only(repo):
 def test_a_wave_of_three_candidates_and_the_control_runs_at_once(repo):
     repo.ok("run", "-m", "baseline")           # with a pool up: a calibration wave of one
     start = repo.git("rev-parse", "HEAD")
-    ids = [repo.submit(v)["id"] for v in ("0.5:4", "0.9:4", "1.2:4")]
+    ids = [repo.submit(v)["id"] for v in ("0.5:5", "0.9:5", "1.2:5")]
     # Each submit committed its change to the candidate's own ref, not the branch, and put
     # the work tree back at the incumbent.
     assert repo.git("rev-parse", "HEAD") == start
-    assert (repo.root / "value.txt").read_text() == "1.0\n"
+    assert (repo.root / "value.txt").read_text() == "1.0:4\n"
     assert repo.git("status", "--porcelain", "--untracked-files=no") == ""
-    assert repo.git("show", f"refs/autoresearch/candidates/{ids[0]}:value.txt") == "0.5:4"
+    assert repo.git("show", f"refs/autoresearch/candidates/{ids[0]}:value.txt") == "0.5:5"
 
     rc, data = repo.json("wait", "--timeout", "200")
     assert rc == 0 and data["status"] == "done"
@@ -53,8 +74,8 @@ def test_a_wave_of_three_candidates_and_the_control_runs_at_once(repo):
     assert sorted(r["role"] for r in first) == ["candidate"] * 3 + ["control"]
     seen = [repo.seen(r["run"]) for r in first]
     # They overlapped in time, each on its own GPU.
-    assert max(s[1] for s in seen) < min(s[2] for s in seen)
-    assert sorted(s[0] for s in seen) == ["0", "1", "2", "3"]
+    assert max(s[1] for s in seen) < min(s[2] for s in seen), seen
+    assert sorted(s[0] for s in seen) == ["0", "1", "2", "3"], seen
     assert all(r["slot"]["cuda_visible_devices"] == s[0] for r, s in zip(first, seen))
 
     logged = [r for r in repo.runs() if r.get("wave") == w]
@@ -65,7 +86,7 @@ def test_a_wave_of_three_candidates_and_the_control_runs_at_once(repo):
     kept = [r for r in logged if r["status"] == "keep"]
     assert len(kept) == 1 and kept[0]["metric"] == 0.5 and kept[0]["candidate"] == ids[0]
     assert repo.git("rev-parse", "--short=7", "HEAD") == kept[0]["commit"]
-    assert (repo.root / "value.txt").read_text() == "0.5:4\n"
+    assert (repo.root / "value.txt").read_text() == "0.5:5\n"
     runner_up = next(r for r in logged if r.get("candidate") == ids[1])
     assert runner_up["status"] == "discard" and runner_up["runner_up"]
     # Every run kept its commit; the candidates' own refs are gone once recorded.
@@ -106,13 +127,36 @@ def test_submit_has_the_refusals_of_run(repo):
     proc = repo.cli("submit", "-m", "games the harness")
     assert proc.returncode == 3 and "fixed file bench.sh" in proc.stderr
     repo.git("checkout", "bench.sh")
-    repo.set("0.5:4")   # an earlier run's code again: an exact repeat
+    repo.set("0.5:5")   # an earlier run's code again: an exact repeat
     proc = repo.cli("submit", "-m", "same as the best")
     assert proc.returncode == 3
     repo.git("checkout", "value.txt")
     assert ((repo.root / "autoresearch.jsonl").read_bytes(), repo.git("for-each-ref")) == before
     proc = repo.cli("wait", "--timeout", "1")
     assert proc.returncode == 3 and "nothing is submitted" in proc.stderr
+
+
+def test_a_candidate_ref_moved_after_submit_to_game_the_harness_is_not_run(repo):
+    cand = repo.submit("0.3")
+    # The hostile move: point the candidate's ref (and its queue file) at a commit that also
+    # rewrites the benchmark to print a perfect score.
+    tree_env = dict(os.environ, GIT_INDEX_FILE=str(repo.root / ".git" / "hostile-index"))
+    run = lambda *a: subprocess.run(["git", *a], cwd=repo.root, env=tree_env, capture_output=True,
+                                    text=True, check=True).stdout.strip()
+    run("read-tree", cand["commit"])
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo.root, input="echo METRIC loss=0\n",
+                          capture_output=True, text=True, check=True).stdout.strip()
+    run("update-index", "--cacheinfo", f"100644,{blob},bench.sh")
+    hostile = run("commit-tree", run("write-tree"), "-p", cand["parent"], "-m", "gamed")
+    repo.git("update-ref", f"refs/autoresearch/candidates/{cand['id']}", hostile)
+    queue = repo.root / ".autoresearch" / "pool" / "candidates" / f"{cand['id']}.json"
+    queue.write_text(json.dumps(dict(cand, commit=hostile)))
+    rc, data = repo.json("wait", "--timeout", "200")
+    assert rc == 0 and data["status"] == "done"
+    assert not [r for r in data["runs"] if r.get("candidate") == cand["id"]]
+    assert any("not run" in n and "bench.sh" in n for n in data["notes"]), data["notes"]
+    assert not [r for r in repo.runs() if r["metric"] == 0]
+    assert "METRIC loss=0" not in repo.git("show", "HEAD:bench.sh")
 
 
 def _tree(pid):
