@@ -91,106 +91,92 @@ def code_key(run):
     return run.scope_hash or run.commit or f"run-{run.run}"
 
 
-def code_keys(runs):
-    """{run number: code} for a segment. A hand-made record without a scope hash that names the
-    run it re-measures (`repeat_of`) measures that run's code."""
-    keys = {}
+@dataclass
+class CodeIndex:
+    """A segment's runs grouped by code, built in one pass: `keys` {run number: code} and
+    `groups` {code: the metric of each of its measurements, in order}."""
+    keys: dict
+    groups: dict
+
+    def key(self, record):
+        return self.keys.get(record.run) or code_key(record)
+
+
+def code_index(runs):
+    """The CodeIndex of a segment. A hand-made record without a scope hash that names the run
+    it re-measures (`repeat_of`) measures that run's code."""
+    keys, groups = {}, {}
     for r in runs:
-        if r.scope_hash:
-            keys[r.run] = r.scope_hash
-        elif r.repeat_of in keys:
-            keys[r.run] = keys[r.repeat_of]
-        else:
-            keys[r.run] = code_key(r)
-    return keys
+        key = r.scope_hash or (keys.get(r.repeat_of) if r.repeat_of is not None else None) or code_key(r)
+        keys[r.run] = key
+        if r.measured:
+            groups.setdefault(key, []).append(r.metric)
+    return CodeIndex(keys, groups)
 
 
-def is_measurement(run):
-    return run.measured
+def code_keys(runs):
+    """{run number: code} for a segment (see code_index)."""
+    return code_index(runs).keys
 
 
-def measurements(runs, key, keys=None):
-    keys = keys if keys is not None else code_keys(runs)
-    return [r.metric for r in runs if r.measured and keys[r.run] == key]
-
-
-def incumbent(runs, keys=None):
+def incumbent(runs, index=None):
     """The record that introduced the code HEAD holds: earliest keep of the last kept code."""
     kept = [r for r in runs if r.status == "keep"]
     if not kept:
         return None
-    keys = keys if keys is not None else code_keys(runs)
-    key = keys[kept[-1].run]
-    return next(r for r in kept if keys[r.run] == key)
+    index = index or code_index(runs)
+    key = index.key(kept[-1])
+    return next(r for r in kept if index.key(r) == key)
 
 
 def remeasurement_reason(run):
     return f"re-measurement of run {run}'s code (noise sample)"
 
 
-def remeasurements(runs, keys=None):
+def remeasurements(runs, index=None):
     """Run numbers of the discards that measured already-kept code again (noise samples, not
-    rejected ideas): one pass over the segment."""
-    keys = keys if keys is not None else code_keys(runs)
-    kept_codes, found = set(), set()
-    for r in runs:
-        if r.status == "keep":
-            kept_codes.add(keys[r.run])
-    for r in runs:
-        if r.status == "discard" and r.repeat_of is not None and keys[r.run] in kept_codes:
-            found.add(r.run)
-    return found
-
-
-def is_remeasurement(runs, record):
-    """A discard that measured already-kept code again (a noise sample, not a rejected idea)."""
-    return record.run in remeasurements(runs)
+    rejected ideas): two passes over the segment."""
+    index = index or code_index(runs)
+    kept_codes = {index.key(r) for r in runs if r.status == "keep"}
+    return {r.run for r in runs
+            if r.status == "discard" and r.repeat_of is not None and index.key(r) in kept_codes}
 
 
 def baseline(runs):
     return next((r for r in runs if r.status == "keep"), None)
 
 
-def value_of(runs, record, keys=None):
+def value_of(runs, record, index=None):
     """The value of a record's code: the median of its measurements (its own metric if none)."""
-    keys = keys if keys is not None else code_keys(runs)
-    key = keys.get(record.run, code_key(record))
-    values = measurements(runs, key, keys)
-    if values:
-        return median(values)
-    return record.metric
+    index = index or code_index(runs)
+    values = index.groups.get(index.key(record))
+    return median(values) if values else record.metric
 
 
-def noise(runs, rules, keys=None):
-    """Noise from repeated measurements: {threshold, mad, sigma, samples, source}.
+def noise(runs, rules, index=None):
+    """Noise from repeated measurements of the same code: {threshold, mad, sigma, samples, source}.
 
-    `source` is "repeats" when some code was measured at least twice, else "none" (threshold =
-    min_delta). For the confidence only, without repeats the spread of all measurements of the
-    segment stands in once there are 3 of them ("segment", as pi-autoresearch does); it
-    overstates noise when real changes happened, so it never sets the threshold.
+    `source` is "repeats" when some code was measured at least twice, else "none": then there
+    is no sigma (the spread of different codes is real change, not noise) and the threshold is
+    min_delta.
     """
-    keys = keys if keys is not None else code_keys(runs)
-    groups = {}
-    for r in runs:
-        if r.measured:
-            groups.setdefault(keys.get(r.run, code_key(r)), []).append(r.metric)
+    index = index or code_index(runs)
+    return noise_of(index.groups.values(), rules)
+
+
+def noise_of(groups, rules):
+    """decide.noise() from each code's measurements (`groups`: lists of metrics)."""
     deviations = []
-    for values in groups.values():
+    for values in groups:
         if len(values) >= 2:
             centre = median(values)
             deviations.extend(abs(v - centre) for v in values)
-    if deviations:
-        mad = median(deviations)
-        sigma = MAD_TO_SIGMA * mad
-        return {"threshold": max(rules.min_delta, rules.z * sigma), "mad": mad, "sigma": sigma,
-                "samples": len(deviations), "source": "repeats"}
-    everything = [v for values in groups.values() for v in values]
-    result = {"threshold": rules.min_delta, "mad": None, "sigma": None, "samples": 0, "source": "none"}
-    if len(everything) >= 3:
-        centre = median(everything)
-        mad = median(abs(v - centre) for v in everything)
-        result.update(mad=mad, sigma=MAD_TO_SIGMA * mad, source="segment")
-    return result
+    if not deviations:
+        return {"threshold": rules.min_delta, "mad": None, "sigma": None, "samples": 0, "source": "none"}
+    mad = median(deviations)
+    sigma = MAD_TO_SIGMA * mad
+    return {"threshold": max(rules.min_delta, rules.z * sigma), "mad": mad, "sigma": sigma,
+            "samples": len(deviations), "source": "repeats"}
 
 
 def gain(direction, best, value):
@@ -212,21 +198,19 @@ def decide(runs, candidate, rules, scope_lines=None, confirmed=False):
     """
     # Provisional status: the candidate counts as a measurement of its code while deciding.
     candidate = replace(candidate, status="discard")
-    best = incumbent(runs)
-    stats = noise(runs + [candidate], rules)
+    before, after = code_index(runs), code_index(runs + [candidate])
+    best = incumbent(runs, before)
+    stats = noise(None, rules, after)
     threshold = stats["threshold"]
     if best is None:
         return Decision("keep", "baseline: first measurement of the segment", value=candidate.metric,
                         threshold=threshold)
-    everything = runs + [candidate]
-    keys = code_keys(everything)
-    value = value_of(everything, candidate, keys)
-    best_value = value_of(runs, best, keys)
+    value = value_of(None, candidate, after)
+    best_value = value_of(None, best, before)
     g = gain(rules.direction, best_value, value)
-    # Confidence only from measured noise: the spread of different codes is not noise.
-    conf = confidence(g, stats["sigma"]) if stats["source"] == "repeats" else None
+    conf = confidence(g, stats["sigma"])   # None unless noise was measured
     common = dict(value=value, best_before=best_value, threshold=threshold, confidence=conf, gain=g)
-    same_code = keys[candidate.run] == keys[best.run]
+    same_code = after.key(candidate) == after.key(best)
     if same_code:
         # The incumbent's code measured again: a noise sample, not a new win (only the baseline
         # and a strict improvement keep). It still counts in the code's value.

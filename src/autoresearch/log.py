@@ -167,22 +167,6 @@ def is_run(record):
     return "run" in record and record.get("type") in (None, "run")
 
 
-def segments(records):
-    """Split records into segments: a list of (config, runs), one per config header.
-
-    Runs before any header (a hand-made log) form a segment with config None.
-    """
-    result = []
-    for record in records:
-        if is_config(record):
-            result.append((record, []))
-        elif is_run(record):
-            if not result:
-                result.append((None, []))
-            result[-1][1].append(record)
-    return result
-
-
 # --- the typed records ---
 
 def is_finite(value):
@@ -191,29 +175,32 @@ def is_finite(value):
 
 
 def _number(value):
-    return value if is_finite(value) else None
+    t = type(value)
+    if t is float:
+        return value if value - value == 0 else None   # NaN and ±inf are not
+    return value if t is int else None
 
 
 def _whole(value):
-    return value if _is_int(value) else None
+    return value if type(value) is int else None
 
 
 def _text(value):
-    if value is None or isinstance(value, str):
+    if type(value) is str:
         return value
     return json.dumps(sanitise(value), ensure_ascii=False)
 
 
 def _object(value):
-    return value if isinstance(value, dict) else {}
+    return value if type(value) is dict else {}
 
 
 def _maybe_object(value):
-    return value if isinstance(value, dict) else None
+    return value if type(value) is dict else None
 
 
 def _texts(value):
-    return [str(v) for v in value] if isinstance(value, list) else []
+    return [str(v) for v in value] if type(value) is list else []
 
 
 # How each field is read from JSON (a value of the wrong type reads as the field's empty value).
@@ -226,27 +213,52 @@ class _Record:
     JSON_NAMES = {}
 
     @classmethod
-    def _fields(cls):
-        return [f for f in fields(cls) if f.name != "extra"]
+    def _plan(cls):
+        """(attribute, JSON key, reader, empty value factory) per field, computed once per class."""
+        plan = cls.__dict__.get("_PLAN")
+        if plan is None:
+            plan = []
+            for f in fields(cls):
+                if f.name == "extra":
+                    continue
+                kind = f.metadata.get("json", f.type)
+                empty = f.default_factory if kind in (dict, list) else None
+                plan.append((f.name, cls.JSON_NAMES.get(f.name, f.name), _READ[kind], empty))
+            cls._PLAN = plan
+            cls._KNOWN = frozenset(key for _, key, _, _ in plan)
+            cls._FACTORIES = {f.name: f.default_factory for f in fields(cls)
+                              if f.name != "extra" and f.default_factory in (dict, list)}
+            cls._DEFAULTS = {f.name: f.default for f in fields(cls)
+                             if f.name != "extra" and f.name not in cls._FACTORIES}
+            cls._BY_KEY = {key: (name, reader, empty) for name, key, reader, empty in plan}
+        return plan
 
     @classmethod
     def from_json(cls, data):
-        known, values = set(), {}
-        for f in cls._fields():
-            key = cls.JSON_NAMES.get(f.name, f.name)
-            known.add(key)
-            if key in data:
-                values[f.name] = _READ[f.metadata.get("json", f.type)](data[key]) \
-                    if data[key] is not None else None
-                if values[f.name] is None and f.metadata.get("json", f.type) in (dict, list):
-                    values[f.name] = f.default_factory()
-        record = cls(**values)
-        record.extra = {k: v for k, v in data.items() if k not in known}
+        # Built without the dataclass __init__, in one pass over the record's keys: the engine
+        # reads every record of the log through here (50,000 runs in a long night).
+        cls._plan()
+        by_key, state, extra = cls._BY_KEY, dict(cls._DEFAULTS), {}
+        for key, value in data.items():
+            spec = by_key.get(key)
+            if spec is None:
+                extra[key] = value
+                continue
+            name, reader, empty = spec
+            if value is not None:
+                value = reader(value)
+            state[name] = empty() if value is None and empty is not None else value
+        for name, factory in cls._FACTORIES.items():
+            if name not in state:
+                state[name] = factory()
+        state["extra"] = extra
+        record = cls.__new__(cls)
+        record.__dict__ = state
         return record
 
     def to_json(self):
         """The JSON object: the known fields in their order, then the fields of other tools."""
-        out = {self.JSON_NAMES.get(f.name, f.name): getattr(self, f.name) for f in self._fields()}
+        out = {key: getattr(self, name) for name, key, _, _ in self._plan()}
         for key, value in self.extra.items():
             out.setdefault(key, value)
         return out
@@ -333,14 +345,15 @@ class Run(_Record):
     def from_json(cls, data):
         run = super().from_json(data)
         run.description = run.description or ""
-        metrics = {k: v for k, v in run.metrics.items() if is_finite(v)}
-        run.metrics = metrics
+        if not all(map(is_finite, run.metrics.values())):   # the log's reader already refused these
+            run.metrics = {k: v for k, v in run.metrics.items() if is_finite(v)}
         return run
 
     @property
     def measured(self):
         """A measurement: a kept or discarded run with a finite metric."""
-        return self.status in ("keep", "discard") and is_finite(self.metric)
+        status = self.status
+        return (status == "discard" or status == "keep") and _number(self.metric) is not None
 
 
 def typed(record):

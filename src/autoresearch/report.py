@@ -36,6 +36,11 @@ CURRENT_FILE = os.path.join(".autoresearch", "current.json")
 
 # Caps that keep a 1,000-run report small and fast; the live view asks for more points.
 REPORT_POINTS = 100
+# Runs whose details (curves, diff, output, sample) go into the static page; every run is in
+# the table and the chart. Beyond this many, the kept runs, the baselines and the latest runs
+# are chosen (detail_runs), so a night of 50,000 runs stays a page of bounded size; `serve`
+# gives any run's details on request.
+REPORT_DETAILS_MAX = 2000
 LIVE_POINTS = 600
 TAIL_BYTES = 12_000
 TAIL_LINES = 80
@@ -102,10 +107,10 @@ def cmd_report(args):
             raise cli.UsageError(f"folder {path.parent} does not exist; create it or pick another {flag} FILE")
     plt = _import_pyplot() if png else None
     started = time.perf_counter()
-    model = build_model(root, Path(args.log), kwh_price=args.kwh_price, warn=_warn)
+    model, night = build_model(root, Path(args.log), kwh_price=args.kwh_price, warn=_warn, with_log=True)
     details = all_details(root, model, REPORT_POINTS)
     add_energy_totals(model, details.values())
-    add_ledger(model, root, details)
+    add_ledger(model, root, details, night)
     page = render_html(model, details).encode("utf-8")
     if to_stdout:
         sys.stdout.buffer.write(page)
@@ -122,6 +127,9 @@ def cmd_report(args):
           + ("" if to_stdout else f"; open {out.resolve().as_uri()}"), file=sys.stderr)
     if png:
         print(f"autoresearch: wrote {png}", file=sys.stderr)
+    if model.get("detailsOmitted"):
+        print(f"autoresearch: the page carries the details of {runs - model['detailsOmitted']} of the {runs} runs "
+              "(the kept runs, the baselines and the latest); `autoresearch serve` shows any run's", file=sys.stderr)
     if args.json:
         best = model["segments"][-1] if model["segments"] else None
         print(json.dumps({"output": str(out), "png": args.png, "runs": runs, "best": best,
@@ -148,7 +156,7 @@ def _warn(message):
 
 # ---------------------------------------------------------------- the model
 
-def build_model(root, log_path, kwh_price=DEFAULT_KWH_PRICE, warn=_warn):
+def build_model(root, log_path, kwh_price=DEFAULT_KWH_PRICE, warn=_warn, with_log=False):
     """Read the log into what the page shows: runs (normalised), segments and the summary.
 
     Every number about a segment (baseline, best, change, counts, streaks, the running best)
@@ -180,7 +188,7 @@ def build_model(root, log_path, kwh_price=DEFAULT_KWH_PRICE, warn=_warn):
         from autoresearch import research
         # the same object `status --json` prints, its text shown as on the rest of the page
         status = _clean(arsummary.status_object(research.Repo(root), night))
-    return {
+    model = {
         "title": config["name"] or "autoresearch",
         "metricName": config["metricName"],
         "metricUnit": config["metricUnit"],
@@ -196,6 +204,7 @@ def build_model(root, log_path, kwh_price=DEFAULT_KWH_PRICE, warn=_warn):
         "warnings": warnings[-50:],
         "warningCount": len(warnings),
     }
+    return (model, night) if with_log else model
 
 
 def _segment_info(index, config, s):
@@ -303,12 +312,43 @@ def run_dir(root, run):
     return runfiles.folder(root, run["run"], run.get("run_dir"))
 
 
-def all_details(root, model, max_points):
-    """run_details for every run, keyed by run number as text; missing diffs come from git in one batch."""
-    folders = {r["run"]: run_dir(root, r) for r in model["runs"]}
-    missing = {r["run"]: _ref(r) for r in model["runs"] if not runfiles.exists(folders[r["run"]], "diff.patch")}
+def detail_runs(model, limit=REPORT_DETAILS_MAX):
+    """The runs whose details the page carries: all of them up to `limit`; beyond, each
+    segment's baseline and best, every kept run, the failed ones with a diagnosis, then the
+    latest runs, up to `limit` in all (in log order)."""
+    runs = model["runs"]
+    if len(runs) <= limit:
+        return list(runs)
+    chosen, order = set(), []
+
+    def take(r):
+        if len(chosen) < limit and id(r) not in chosen:
+            chosen.add(id(r))
+            order.append(r)
+    wanted = {(s["index"], s.get("baselineRun")) for s in model["segments"]} | \
+        {(s["index"], s.get("bestRun")) for s in model["segments"]}
+    for r in runs:
+        if (r["segment"], r["run"]) in wanted:
+            take(r)
+    for group in ([r for r in reversed(runs) if r["status"] == "keep"],
+                  [r for r in reversed(runs) if r["status"] in FAILED and r.get("diagnosis")], list(reversed(runs))):
+        for r in group:
+            if len(chosen) >= limit:
+                break
+            take(r)
+    position = {id(r): i for i, r in enumerate(runs)}
+    return sorted(order, key=lambda r: position[id(r)])
+
+
+def all_details(root, model, max_points, limit=REPORT_DETAILS_MAX):
+    """run_details of the page's runs (detail_runs), keyed by run number as text; missing diffs
+    come from git in one batch. model["detailsOmitted"] counts the runs left out."""
+    runs = detail_runs(model, limit)
+    model["detailsOmitted"] = len(model["runs"]) - len(runs)
+    folders = {r["run"]: run_dir(root, r) for r in runs}
+    missing = {r["run"]: _ref(r) for r in runs if not runfiles.exists(folders[r["run"]], "diff.patch")}
     diffs = git_diffs(root, missing)
-    return {str(r["run"]): run_details(root, r, max_points, model, diffs, folders[r["run"]]) for r in model["runs"]}
+    return {str(r["run"]): run_details(root, r, max_points, model, diffs, folders[r["run"]]) for r in runs}
 
 
 def run_details(root, run, max_points, model=None, diffs=None, folder=None):
@@ -340,7 +380,7 @@ def run_details(root, run, max_points, model=None, diffs=None, folder=None):
     }
 
 
-def add_ledger(model, root, details=None):
+def add_ledger(model, root, details=None, night=None):
     """The cost panel: the segment's ledger totals (the `ledger` of the status object, the one
     summary), each run's cost and the cumulative cost curve, and the last night's log."""
     from autoresearch import ledger, night_log, research, state  # noqa: PLC0415
@@ -348,7 +388,10 @@ def add_ledger(model, root, details=None):
     if not status or not status.get("ledger"):
         return
     repo = research.Repo(root)
-    _, config, runs, _ = research.load(repo, warn=lambda m: None)
+    if night is not None and night.current is not None:   # the log build_model read: not twice
+        config, runs = night.current.config, night.current.runs
+    else:
+        _, config, runs, _ = research.load(repo, warn=lambda m: None)
     try:
         built = ledger.build(repo, config, runs, state.read_session(repo) or {}, per_run=True)
     except OSError:

@@ -33,11 +33,18 @@ def visible(text):
     return BIDI.sub(lambda m: f"[U+{ord(m.group(0)):04X}]", text)
 
 
+_RUNS = {}
+
+
 def runs_folder(root):
-    """The real path of <root>/.autoresearch/runs, or None when a link is on the way."""
-    real_root = os.path.realpath(root)
-    path = os.path.join(real_root, RUNS)
-    return path if os.path.realpath(path) == path else None
+    """The real path of <root>/.autoresearch/runs, or None when a link is on the way (looked up
+    once per root: a report reads thousands of run folders)."""
+    key = str(root)
+    if key not in _RUNS:
+        real_root = os.path.realpath(root)
+        path = os.path.join(real_root, RUNS)
+        _RUNS[key] = (real_root, path if os.path.realpath(path) == path else None)
+    return _RUNS[key][1]
 
 
 def folder(root, number, given=None):
@@ -48,12 +55,17 @@ def folder(root, number, given=None):
     runs = runs_folder(root)
     if runs is None:
         return None
+    real_root = _RUNS[str(root)][0]
     for candidate in ([given] if given else []) + [str(number)]:
-        if candidate == given:
-            path = os.path.normpath(os.path.join(os.path.realpath(root), candidate))
-        else:
-            path = os.path.join(runs, candidate)
-        if os.path.dirname(path) == runs and os.path.realpath(path) == path and os.path.isdir(path):
+        path = os.path.normpath(os.path.join(real_root, candidate)) if candidate == given \
+            else os.path.join(runs, candidate)
+        if os.path.dirname(path) != runs:
+            continue
+        try:
+            st = os.lstat(path)   # its parent is real, so a real directory here is real all the way
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode):
             return path
     return None
 

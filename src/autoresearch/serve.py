@@ -81,6 +81,7 @@ class LiveState:
         self.lock = threading.Lock()
         self.version, self.model = None, None
         self.warned = set()
+        self.energies = {}
         self.page = report.render_html(None, live=True).encode("utf-8")
         self.page_policy = report.content_policy(report.page_script()) + "; frame-ancestors 'none'"
 
@@ -103,14 +104,23 @@ class LiveState:
         with self.lock:
             sig = self.signature()
             if sig != self.version or self.model is None:
-                model = report.build_model(self.root, Path(self.log_name), self.kwh_price, warn=self._warn_once)
+                model, night = report.build_model(self.root, Path(self.log_name), self.kwh_price,
+                                                  warn=self._warn_once, with_log=True)
                 model["live"] = True
-                energies = [{"energy": report.energy(report.read_steps(
-                    report.run_dir(self.root, r), 60), self.kwh_price)} for r in model["runs"]]
+                energies = [{"energy": self._energy(r)} for r in report.detail_runs(model)]
                 report.add_energy_totals(model, energies)
-                report.add_ledger(model, self.root)
+                report.add_ledger(model, self.root, night=night)
                 self.model, self.version = model, sig
             return self.model, self.version
+
+    def _energy(self, run):
+        """A run's energy, read once (a recorded run's folder does not change; the running one is
+        not in the log yet): the model is rebuilt at every new run, its runs' files are not."""
+        key = (run["run"], run.get("run_dir"))
+        if key not in self.energies:
+            self.energies[key] = report.energy(report.read_steps(report.run_dir(self.root, run), 60),
+                                               self.kwh_price)
+        return self.energies[key]
 
     def model_payload(self, since):
         model, version = self.current_model()

@@ -172,23 +172,7 @@ class Tally:
 
     def noise(self, rules):
         """decide.noise() from the sorted measurements of each code."""
-        deviations = []
-        for values in self.groups.values():
-            if len(values) >= 2:
-                centre = _sorted_median(values)
-                deviations.extend(abs(v - centre) for v in values)
-        if deviations:
-            mad = decide.median(deviations)
-            sigma = decide.MAD_TO_SIGMA * mad
-            return {"threshold": max(rules.min_delta, rules.z * sigma), "mad": mad, "sigma": sigma,
-                    "samples": len(deviations), "source": "repeats"}
-        everything = [v for values in self.groups.values() for v in values]
-        result = {"threshold": rules.min_delta, "mad": None, "sigma": None, "samples": 0, "source": "none"}
-        if len(everything) >= 3:
-            centre = decide.median(everything)
-            mad = decide.median(abs(v - centre) for v in everything)
-            result.update(mad=mad, sigma=decide.MAD_TO_SIGMA * mad, source="segment")
-        return result
+        return decide.noise_of(self.groups.values(), rules)
 
     def summary(self):
         config = self.config
@@ -304,20 +288,6 @@ def _streaks(runs, remeasured):
             current += 1
             longest = max(longest, current)
     return current, longest
-
-
-def _running_best(runs, keys):
-    """The incumbent's value after each run: the median of its code's measurements so far."""
-    seen, out, incumbent, fallback = {}, [], None, None
-    for r in runs:
-        key = keys[r.run]
-        if r.measured:
-            bisect.insort(seen.setdefault(key, []), r.metric)
-        if r.status == "keep" and key != incumbent:
-            incumbent, fallback = key, r.metric
-        values = seen.get(incumbent) if incumbent is not None else None
-        out.append(_sorted_median(values) if values else fallback)
-    return out
 
 
 def _sorted_median(ordered):

@@ -193,6 +193,9 @@ class _Diagnosis:
             "TOKENIZER_INCOMPATIBLE": self._tokenizer_incompatible,
             "DEVICE_MISMATCH": self._device_mismatch,
             "DEVICE_ASSERT": self._device_assert,
+            "AUTOGRAD_ERROR": self._autograd,
+            "HALF_ON_CPU": self._half_on_cpu,
+            "DDP_UNUSED_PARAMETERS": self._ddp_unused,
             "CHECKPOINT_MISMATCH": self._checkpoint_mismatch,
             "SHM_EXHAUSTED": self._shm,
             "TORCH_TOO_OLD": self._torch_too_old,
@@ -533,6 +536,24 @@ class _Diagnosis:
             "Two tensors of one operation live on different devices or dtypes (" + match.group(0)[:90] + "): "
             "a tensor created in the code was not moved with `.to(device)` (or cast). Move it where the model "
             "is, or revert the edit.")
+
+    def _half_on_cpu(self, match):
+        return "DTYPE_UNSUPPORTED", ["HALF_ON_CPU"], self._set("DTYPE", "float32"), (
+            "A CPU kernel has no half-precision version (" + match.group(0)[:80] + "): the model runs in "
+            "fp16/bf16 on the CPU. Use float32 on the CPU (DTYPE=\"float32\"), or run on the GPU.")
+
+    def _autograd(self, match):
+        return "CONFIG_INVALID", ["AUTOGRAD_ERROR"], {}, (
+            "Autograd could not compute the gradient (" + match.group(0)[:80] + "): the code changes a tensor "
+            "in place that backward still needs (`x += ...`, `relu_(...)`, `inplace=True`), reuses a freed "
+            "graph, or detaches the loss. Use out-of-place operations (`x = x + ...`) there; "
+            "torch.autograd.set_detect_anomaly(True) names the operation.")
+
+    def _ddp_unused(self, match):
+        return "DISTRIBUTED", ["DDP_UNUSED_PARAMETERS"], {}, (
+            "DistributedDataParallel found parameters that got no gradient in a step (a layer defined but "
+            "not used in forward, or a branch some steps skip). Use every parameter in the loss, or pass "
+            "find_unused_parameters=True to DistributedDataParallel (slower).")
 
     def _device_assert(self, match):
         return "CONFIG_INVALID", ["DEVICE_ASSERT"], {}, (

@@ -48,16 +48,22 @@ SIGNATURES = [
     # The accelerator's backend lacks an operator (MPS's prototype coverage, xformers built without CUDA).
     ("BACKEND_OP_MISSING", "GPU_UNSUPPORTED", re.compile(
         r"is not current(?:ly)? implemented for the (MPS|XPU|HPU|Meta) device|not currently supported on the (MPS) backend"
-        r"|No operator found for `?\w+`?|not implemented for '(?:Half|BFloat16)'", _I),
-     ('implemented for the', 'not currently supported on the', 'no operator found for', "not implemented for '")),
+        r"|No operator found for `?\w+`?", _I),
+     ('implemented for the', 'not currently supported on the', 'no operator found for')),
+    # A CPU kernel without a half-precision version: fp16/bf16 weights run on the CPU.
+    ("HALF_ON_CPU", "DTYPE_UNSUPPORTED", re.compile(
+        r"\"\w+_cpu_?\" not implemented for '(?:Half|BFloat16)'|not implemented for 'Half'"),
+     ("not implemented for 'half'", "not implemented for 'bfloat16'")),
     ("BF16_UNSUPPORTED", "DTYPE_UNSUPPORTED", re.compile(
         r"does not support bfloat16|bf16 is not supported|bfloat16 is not supported"
-        r"|Bf16 requires|only supported on GPUs with compute capability of at least 8", _I),
+        r"|Bf16 requires|only supported on GPUs with compute capability of at least 8|setup doesn't support bf16", _I),
      ('bfloat16', 'bf16', 'compute capability of at least 8')),
     ("NO_CUDA_DEVICE", "NO_ACCELERATOR", re.compile(
         r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available"
-        r"|no CUDA-capable device is detected|CUDA driver version is insufficient"),
-     ('not compiled with cuda', 'no nvidia driver', 'no cuda gpus', 'no cuda-capable', 'driver version is insufficient')),
+        r"|no CUDA-capable device is detected|CUDA driver version is insufficient|invalid device ordinal"
+        r"|CUDA unavailable, invalid device|NVIDIA driver on your system is too old"),
+     ('not compiled with cuda', 'no nvidia driver', 'no cuda gpus', 'no cuda-capable', 'driver version is insufficient',
+      'invalid device ordinal', 'cuda unavailable', 'driver on your system is too old')),
     ("MISSING_PACKAGE", "MISSING_DEPENDENCY", re.compile(
         r"ModuleNotFoundError: No module named '([\w.]+)'|ImportError: No module named ([\w.]+)"),
      ('no module named',)),
@@ -116,7 +122,7 @@ SIGNATURES = [
       'is restricted', 'gated repo')),
     ("HUB_UNREACHABLE", "DATA", re.compile(
         r"LocalEntryNotFoundError|OfflineModeIsEnabled|cannot reach Hugging Face"
-        r"|host='huggingface\.co'[^\n]*(?:Max retries|Failed to establish|timed out)"
+        r"|host='[\w.-]*huggingface\.co'[^\n]*(?:Max retries|Failed to establish|timed out)"
         r"|We couldn't connect to 'https://huggingface\.co'|Temporary failure in name resolution|Network is unreachable"
         r"|Name or service not known|Max retries exceeded with url"),
      ('localentrynotfounderror', 'offlinemodeisenabled', 'cannot reach hugging face', "huggingface.co'",
@@ -125,10 +131,10 @@ SIGNATURES = [
         r"Parquet magic bytes not found|Parquet file size is 0 bytes|Couldn't deserialize thrift"
         r"|ArrowInvalid[^\n]*(?:corrupt|parquet|file)|file is corrupted|not a zip file|Unexpected end of file"
         r"|HeaderTooLarge|invalid load key|PytorchStreamReader failed|failed finding central directory"
-        r"|Error while deserializing header|EOFError: Ran out of input", _I),
+        r"|Error while deserializing header|EOFError: Ran out of input|Unable to load weights from pytorch checkpoint", _I),
      ('magic bytes', 'file size is 0 bytes', 'thrift', 'arrowinvalid', 'corrupted', 'not a zip file',
       'unexpected end of file', 'headertoolarge', 'invalid load key', 'pytorchstreamreader', 'central directory',
-      'deserializing header', 'ran out of input')),
+      'deserializing header', 'ran out of input', 'unable to load weights')),
     ("DATA_SHARDS_MISSING", "DATA", re.compile(
         r"(?:FileNotFoundError|No such file or directory)[^\n]*(?:\.parquet|\.bin\b|\.npy|\.arrow|\.jsonl?|shard_|[/\\]data\b|dataset)"
         r"|No (?:parquet|data|training) (?:files|shards) found|no prepared data in|dataset files not found"
@@ -144,12 +150,22 @@ SIGNATURES = [
     ("SHAPE_MISMATCH", "CONFIG_INVALID", re.compile(
         r"mat1 and mat2 shapes cannot be multiplied|shape '\[[^\]]*\]' is invalid for input of size"
         r"|The size of tensor a \(\d+\) must match|size mismatch for|must be divisible by"
-        r"|Expected [^\n]* to have [^\n]* but got"),
-     ('mat1 and mat2', 'is invalid for input of size', 'the size of tensor a', 'size mismatch for', 'must be divisible by', 'but got')),
+        r"|[Ee]xpected [^\n]* to have [^\n]* but got|Expected input batch_size \(\d+\) to match target batch_size"
+        r"|stack expects each tensor to be equal size|Sizes of tensors must match except in dimension"
+        r"|The expanded size of the tensor \(\d+\) must match"),
+     ('mat1 and mat2', 'is invalid for input of size', 'the size of tensor a', 'size mismatch for', 'must be divisible by',
+      'but got', 'to match target batch_size', 'equal size', 'sizes of tensors must match', 'expanded size')),
     ("DEVICE_MISMATCH", "CONFIG_INVALID", re.compile(
         r"Expected all tensors to be on the same device|Input type \([^)]*\) and weight type \([^)]*\) should be the same"
-        r"|expected (?:scalar type|mat1 and mat2 to have the same dtype)|found dtype \w+ but expected \w+", _I),
-     ('expected all tensors', 'should be the same', 'expected scalar type', 'same dtype', 'but expected')),
+        r"|expected (?:scalar type|mat1 and mat2 to have the same dtype)|found dtype \w+ but expected \w+"
+        r"|Input, output and indices must be on the current device", _I),
+     ('expected all tensors', 'should be the same', 'expected scalar type', 'same dtype', 'but expected',
+      'must be on the current device')),
+    ("AUTOGRAD_ERROR", "CONFIG_INVALID", re.compile(
+        r"modified by an inplace operation|Trying to backward through the graph a second time"
+        r"|element 0 of tensors does not require grad and does not have a grad_fn"
+        r"|a leaf Variable that requires grad is being used in an in-place operation", _I),
+     ('inplace operation', 'backward through the graph', 'does not require grad', 'in-place operation')),
     ("DEVICE_ASSERT", "CONFIG_INVALID", re.compile(
         r"device-side assert triggered|Assertion `[^`]*(?:srcIndex < srcSelectDimSize|t >= 0 && t < n_classes|index out of bounds)"),
      ('device-side assert', 'srcindex', 'n_classes', 'index out of bounds')),
@@ -177,10 +193,15 @@ SIGNATURES = [
     ("DIST_INIT_FAILED", "DISTRIBUTED", re.compile(
         r"MPI support is disabled|Default process group has not been initialized|DistNetworkError"
         r"|(?:errno: 98 - |os error 98|EADDRINUSE|\[Errno 98\] )Address already in use|Address already in use \(os error 98\)"
-        r"|server socket has failed to (?:bind|listen)"
+        r"|server socket has failed to (?:bind|listen)|RendezvousTimeoutError|RendezvousClosedError"
         r"|The client socket has timed out after|Connection reset by peer[^\n]*(?:TCPStore|c10d)|\bc10d\b[^\n]*(?:failed|timed out)"),
      ('mpi support is disabled', 'process group has not been initialized', 'distnetworkerror',
-      'client socket has timed out', 'c10d', 'address already in use', 'server socket has failed')),
+      'client socket has timed out', 'c10d', 'address already in use', 'server socket has failed', 'rendezvous')),
+    # DDP found parameters that got no gradient (a layer unused in forward, or a branch skipped).
+    ("DDP_UNUSED_PARAMETERS", "DISTRIBUTED", re.compile(
+        r"Expected to have finished reduction in the prior iteration|parameters that were not used in producing loss"
+        r"|Parameter indices which did not receive grad for rank", _I),
+     ('finished reduction', 'not used in producing loss', 'did not receive grad')),
     ("FP16_LOSS_SCALE_OVERFLOW", "NAN_LOSS", re.compile(
         r"Overflow detected\. Skipping step|Gradient overflow\.\s+Skipping step|Minimum loss scale reached"
         r"|OVERFLOW! Rank \d+ Skipping step|Current loss scale already at minimum"),

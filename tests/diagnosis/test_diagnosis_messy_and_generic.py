@@ -118,6 +118,14 @@ def test_library_messages_outside_the_corpus():
          "COMPILE_FAILURE", {"COMPILE": False}),
         ("subprocess.CalledProcessError: Command '['which', 'c++']' returned non-zero exit status 1.",
          "COMPILE_FAILURE", {"COMPILE": False}),
+        ("RuntimeError: \"addmm_impl_cpu_\" not implemented for 'Half'", "DTYPE_UNSUPPORTED", {"DTYPE": "float32"}),
+        ("RuntimeError: CUDA error: invalid device ordinal", "NO_ACCELERATOR", {}),
+        ("ValueError: Expected input batch_size (64) to match target batch_size (32).", "CONFIG_INVALID", {}),
+        ("RuntimeError: Given groups=1, weight of size [64, 3, 7, 7], expected input[1, 4, 224, 224] to have 3 "
+         "channels, but got 4 channels instead", "CONFIG_INVALID", {}),
+        ("requests.exceptions.ReadTimeout: HTTPSConnectionPool(host='cdn-lfs.huggingface.co', port=443): Read timed out.",
+         "DATA", {}),
+        ("torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError", "DISTRIBUTED", {}),
     ]
     for text, family, fix in cases:
         result = diagnose(text, dict(TEMPLATE, DTYPE="float16"), {"status": "crash"})

@@ -13,17 +13,28 @@ def reference(config, runs):
     """The summary from decide.py's whole-segment functions (what summarise computed before it
     was incremental)."""
     rules = decide.Rules.from_config(config)
-    keys = decide.code_keys(runs)
-    remeasured = decide.remeasurements(runs, keys)
+    index = decide.code_index(runs)
+    remeasured = decide.remeasurements(runs, index)
     base = decide.baseline(runs)
-    best = decide.incumbent(runs, keys)
-    stats = decide.noise(runs, rules, keys)
+    best = decide.incumbent(runs, index)
+    stats = decide.noise(runs, rules, index)
     current, longest = summary._streaks(runs, remeasured)
     return {"remeasured": remeasured, "baseline": base and base.run, "best": best and best.run,
-            "baseline_value": decide.value_of(runs, base, keys) if base else None,
-            "best_value": decide.value_of(runs, best, keys) if best else None, "noise": stats,
-            "streaks": (current, longest), "running_best": summary._running_best(runs, keys),
+            "baseline_value": decide.value_of(runs, base, index) if base else None,
+            "best_value": decide.value_of(runs, best, index) if best else None, "noise": stats,
+            "streaks": (current, longest), "running_best": running_best(runs, index.keys),
             "counts": {s: sum(r.status == s for r in runs) for s in log.STATUSES}}
+
+
+def running_best(runs, keys):
+    """The incumbent's value after each run: the median of its code's measurements so far."""
+    out, incumbent, fallback = [], None, None
+    for i, r in enumerate(runs):
+        if r.status == "keep" and keys[r.run] != incumbent:
+            incumbent, fallback = keys[r.run], r.metric
+        values = [x.metric for x in runs[:i + 1] if x.measured and keys[x.run] == incumbent]
+        out.append(decide.median(values) if values else fallback)
+    return out
 
 
 def night(rng, n):
