@@ -15,7 +15,7 @@ $(VENV)/.ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "torch==$(TORCH_VERSION)"
-	$(PY) -m pip install -q -e ".[ml,report,test]"
+	$(PY) -m pip install -q -e ".[ml,report,test,pool]"
 	touch $@
 
 demo: setup

@@ -67,10 +67,7 @@ def continue_reason(brief_text, state, blocks, limit):
         "",
         brief_text or "(`autoresearch brief` gave nothing; run `autoresearch status` to see the state.)",
         "",
-        "Next step: pick the most promising untried idea (autoresearch.ideas.md, or a new hypothesis from the "
-        "results above), edit only the files in scope, then run "
-        "`autoresearch run -m \"<what you changed and why>\"` in the foreground. The engine decides keep or "
-        "discard; note what you learned in autoresearch.md.",
+        next_step(state),
     ]
     if blocks:
         lines += ["", f"No new run was recorded since the last {blocks} stop(s); after {limit} in a row this hook "
@@ -79,7 +76,27 @@ def continue_reason(brief_text, state, blocks, limit):
     return "\n".join(lines)
 
 
+def next_step(state):
+    pool = state.get("pool")
+    if isinstance(pool, dict) and pool.get("up"):
+        gpus, queued = pool.get("gpus") or 1, pool.get("queued") or 0
+        return ("Next step (a pool is up, work in waves): write up to "
+                f"{max(1, gpus - 1 - queued)} more diverse candidate(s), one idea each: edit only the files in "
+                "scope, `autoresearch submit -m \"<what and why>\"` after each (the work tree goes back to the "
+                f"best code); {queued} candidate(s) are queued. Then `autoresearch wait` and read the wave's "
+                "verdicts; note what you learned in autoresearch.md.")
+    return ("Next step: pick the most promising untried idea (autoresearch.ideas.md, or a new hypothesis from the "
+            "results above), edit only the files in scope, then run "
+            "`autoresearch run -m \"<what you changed and why>\"` in the foreground. The engine decides keep or "
+            "discard; note what you learned in autoresearch.md.")
+
+
 def waiting_reason(brief_text, running):
+    if running.get("wave"):
+        return "\n".join([
+            f"autoresearch: wave {running['wave']} is running on the pool. Do not stop: run `autoresearch wait` "
+            "to get its verdicts (it returns within its --timeout; run it again if it says still running), "
+            "then write the next wave.", "", brief_text or ""]).strip()
     return "\n".join([
         f"autoresearch: run {running.get('run')} is still in progress (pid {running.get('pid')}). Do not stop: "
         "wait for it (for example `sleep 60; autoresearch status`), read its result, then go on with the next "

@@ -119,6 +119,12 @@ def code_keys(runs):
     return code_index(runs).keys
 
 
+def iterations_used(runs):
+    """Runs that count against the iteration budget: every run but a wave's controls and its
+    winner's confirmation re-run (the pool's own measurements of code already counted)."""
+    return sum(1 for r in runs if r.extra.get("role") not in ("control", "confirm"))
+
+
 def incumbent(runs, index=None):
     """The record that introduced the code HEAD holds: earliest keep of the last kept code."""
     kept = [r for r in runs if r.status == "keep"]

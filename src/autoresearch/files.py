@@ -9,15 +9,16 @@ import json
 import os
 
 
-def write_atomic(path, data, durable=True):
-    """Write `data` (bytes or text) to `path` atomically; nothing is left behind on failure."""
+def write_atomic(path, data, durable=True, mode=0o644):
+    """Write `data` (bytes or text) to `path` atomically; nothing is left behind on failure.
+    `durable` flushes it to disk before the rename; `mode` is the new file's permissions."""
     if isinstance(data, str):
         data = data.encode("utf-8")
     path = os.fspath(path)
     folder, name = os.path.split(path)
     tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "wb") as f:
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode), "wb") as f:
             f.write(data)
             if durable:
                 f.flush()

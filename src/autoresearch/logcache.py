@@ -26,6 +26,7 @@ import os
 from dataclasses import dataclass, field
 
 from autoresearch import log, summary
+from autoresearch.files import write_atomic
 
 VERSION = 1
 CACHE = os.path.join(".autoresearch", "cache", "log-state.json")   # the tally, to add new lines to
@@ -58,6 +59,7 @@ class _State:
     total_runs: int
     tally: object             # summary.Tally of the current segment, or None before any record
     warnings: list
+    chain_end: object = None  # hash (chain.py's line hash) of the last line on the log's hash chain
 
 
 def view(repo, warn=None):
@@ -109,6 +111,50 @@ class _Rebuild(Exception):
     """The cache cannot be continued: read the whole log."""
 
 
+# --- the log's hash chain (chain.py): a tail counts only as the engine's own continuation
+
+def _line_hash(line):
+    """chain.py's hash of one log line (without its newline)."""
+    from autoresearch import chain
+    return chain.line_hash(line)
+
+
+def _tip(repo):
+    """The chain's tip ({hash, before, size}) from the git directory, or None (an unchained log)."""
+    gd = _git_dir(repo.root)
+    if gd is None:
+        return None
+    try:
+        with open(os.path.join(gd, "autoresearch", "tip.json"), encoding="utf-8") as f:
+            data = json.load(f)
+        return {"hash": str(data["hash"]), "before": str(data["before"]), "size": int(data["size"])}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _chained_tail(tail, end, tip):
+    """The new chain end after `tail` when every record in it links to the one before (from
+    `end`) and the tip names where it stops; raise _Rebuild otherwise: the whole read reports
+    and ignores what is off the chain."""
+    if end is None:
+        raise _Rebuild()
+    for line in tail.split(b"\n")[:-1]:
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue   # malformed: the parse warns about it, the chain never held it
+        if not isinstance(record, dict) or log.invalid(record):
+            continue
+        if record.get("prev") != end:
+            raise _Rebuild()
+        end = _line_hash(line)
+    if end != tip["hash"] and end != tip["before"]:
+        raise _Rebuild()
+    return end
+
+
 # --- reading the log
 
 def _full(repo):
@@ -120,8 +166,12 @@ def _full(repo):
     except FileNotFoundError:
         raw = b""
     runs = []
-    uncovered = _consume(state, raw, runs)
+    uncovered = _consume(state, raw, runs, whole_log=repo.log)
     _settle(state, runs)
+    tip = _tip(repo)
+    if tip is not None and state.offset:
+        last = raw[:state.offset].rstrip(b"\n").rsplit(b"\n", 1)[-1]
+        state.chain_end = tip["hash"] if _line_hash(last) == tip["hash"] else None
     return state, uncovered
 
 
@@ -164,19 +214,26 @@ def _extend(repo, state):
             tail = f.read()
     except OSError:
         raise _Rebuild() from None
+    tip = _tip(repo)
+    if tip is not None:
+        state.chain_end = _chained_tail(tail, state.chain_end, tip)
     before = state.offset
     uncovered = _consume(state, tail, None)
     return state.offset != before, uncovered
 
 
-def _consume(state, raw, runs):
+def _consume(state, raw, runs, whole_log=None):
     """Parse `raw` (the log from state.offset on) into the state, up to its last newline;
-    return what follows it (a torn line, or the last line of a hand-made log)."""
+    return what follows it (a torn line, or the last line of a hand-made log). `whole_log`: raw
+    is the whole log at that path, read as log.read does (the hash chain checked there)."""
     end = raw.rfind(b"\n") + 1
     whole = raw[:end]
     if whole:
         warnings = []
-        records = log.parse(whole, log.LOG_NAME, warnings.append, first_line=state.lines + 1)
+        if whole_log is not None:
+            records = log.verified(whole, whole_log, warnings.append)
+        else:
+            records = log.parse(whole, log.LOG_NAME, warnings.append, first_line=state.lines + 1)
         state.warnings.extend(warnings)
         for record in map(log.typed, records):
             if record is not None:
@@ -241,11 +298,7 @@ def _secret(repo):
     try:
         os.makedirs(folder, exist_ok=True)
         key = os.urandom(32)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(key)
-        os.replace(tmp, path)
+        write_atomic(path, key, mode=0o600)
         return key
     except OSError:
         return None
@@ -257,15 +310,9 @@ def _identity(repo):
         st = os.stat(repo.log)
     except OSError:
         return None
-    gd = _git_dir(repo.root)
-    tip = ""
-    if gd:
-        try:
-            with open(os.path.join(gd, "autoresearch", "tip.json"), "rb") as f:
-                tip = hashlib.sha256(f.read()).hexdigest()
-        except OSError:
-            tip = ""
-    return {"version": VERSION, "dev": st.st_dev, "ino": st.st_ino, "log": os.path.realpath(repo.log)}, tip
+    tip = _tip(repo)
+    return ({"version": VERSION, "dev": st.st_dev, "ino": st.st_ino, "log": os.path.realpath(repo.log)},
+            None if tip is None else "chained")
 
 
 def _path(repo):
@@ -283,7 +330,8 @@ def _load(repo, key, identity):
         tally = summary.Tally.from_json(data["tally"]) if data["tally"] is not None else None
         state = _State(offset=int(data["offset"]), lines=int(data["lines"]), last_hash=str(data["last_hash"]),
                        segments=int(data["segments"]), total_runs=int(data["total_runs"]), tally=tally,
-                       warnings=[str(w) for w in data["warnings"]])
+                       warnings=[str(w) for w in data["warnings"]],
+                       chain_end=None if data["chain_end"] is None else str(data["chain_end"]))
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
     if state.offset < 0 or state.lines < 0 or not 0 <= state.lines <= state.offset:
@@ -301,7 +349,8 @@ def _save(repo, key, identity, state):
     _write(_path(repo), key, {
         "identity": ident, "tip": tip, "offset": state.offset, "lines": state.lines,
         "last_hash": state.last_hash, "segments": state.segments, "total_runs": state.total_runs,
-        "tally": state.tally.to_json() if state.tally is not None else None, "warnings": state.warnings})
+        "tally": state.tally.to_json() if state.tally is not None else None, "warnings": state.warnings,
+        "chain_end": state.chain_end})
 
 
 # --- the view of an unchanged log
@@ -345,6 +394,7 @@ def _summary_from(d):
 def _save_view(repo, key, identity, state, shown):
     ident, tip = identity
     data = {"identity": ident, "tip": tip, "offset": state.offset, "last_hash": state.last_hash,
+            "chain_end": state.chain_end,
             "config": shown.config.to_json() if shown.config else None, "summary": _summary_json(shown.summary),
             "last_runs": [r.to_json() for r in shown.last_runs], "total_runs": shown.total_runs,
             "segment": shown.segment, "warnings": shown.warnings,
@@ -361,6 +411,10 @@ def _load_view(repo, key, identity):
         if data["identity"] != ident or data["tip"] != tip or not _ends_at(repo, int(data["offset"]),
                                                                              str(data["last_hash"]), exact=True):
             return None
+        if tip is not None:   # chained: the view counts only while the tip still names its last line
+            now = _tip(repo)
+            if now is None or data["chain_end"] is None or data["chain_end"] not in (now["hash"], now["before"]):
+                return None
         s = _summary_from(data["summary"])
         last = [log.Run.from_json(r) for r in data["last_runs"]]
         if s.segment != int(data["segment"]) or len(last) > min(s.runs, summary.LAST_RUNS) \
@@ -402,17 +456,11 @@ def _ends_at(repo, offset, last_hash, exact):
 def _write(path, key, data):
     payload = json.dumps(data, separators=(",", ":"), allow_nan=False).encode()
     mac = hmac.new(key, payload, hashlib.sha256).hexdigest().encode()
-    tmp = f"{path}.{os.getpid()}.tmp"
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(tmp, "wb") as f:
-            f.write(mac + b"\n" + payload)
-        os.replace(tmp, path)
+        write_atomic(path, mac + b"\n" + payload, durable=False)
     except (OSError, ValueError):
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        pass
 
 
 def _read(path, key):

@@ -134,7 +134,7 @@ def cmd_report(args):
         best = model["segments"][-1] if model["segments"] else None
         print(json.dumps({"output": str(out), "png": args.png, "runs": runs, "best": best,
                           "status": model["status"], "summary": model["summary"], "segments": model["segments"],
-                          "warnings": model["warningCount"]}, allow_nan=False))
+                          "waves": model["waves"], "warnings": model["warningCount"]}, allow_nan=False))
     return cli.EXIT_OK
 
 
@@ -187,7 +187,7 @@ def build_model(root, log_path, kwh_price=DEFAULT_KWH_PRICE, warn=_warn, with_lo
     if night.current is not None and night.current.config is not None:
         from autoresearch import research
         # the same object `status --json` prints, its text shown as on the rest of the page
-        status = _clean(arsummary.status_object(research.Repo(root), night))
+        status = _clean(arsummary.status_object(research.Repo(root), night, summarised=summaries[-1]))
     model = {
         "title": config["name"] or "autoresearch",
         "metricName": config["metricName"],
@@ -198,6 +198,7 @@ def build_model(root, log_path, kwh_price=DEFAULT_KWH_PRICE, warn=_warn, with_lo
         "runs": runs,
         "status": status,
         "summary": overall_summary(runs, summaries[-1] if summaries else None, kwh_price),
+        "waves": _clean(arsummary.waves(night.runs)),
         "current": current,
         "kwhPrice": kwh_price,
         "yRange": y_range(runs, config["direction"]),
@@ -246,6 +247,8 @@ def normalise_run(record, segment):
     out["segment"] = segment   # the segment the run sits in, whatever the record says
     out["status"] = out["status"] or "unknown"
     out["commit"] = out["commit"][:40]
+    out["wave"] = _num(record.extra.get("wave"))          # runs of a pool's waves
+    out["role"] = _text(record.extra.get("role")) or None
     return out
 
 

@@ -15,7 +15,7 @@ import tempfile
 from autoresearch import gitops, log, research
 from autoresearch.errors import Refused
 
-HARNESS = ("train.py", "prepare.py")
+HARNESS = ("train.py", "prepare.py", "harness.py")   # what the diagnoser reads constants from
 RUN_LOG = re.compile(r"(?:^|/)\.autoresearch/runs/(\d+)/[^/]+$")
 
 
@@ -54,8 +54,7 @@ def diagnose_run(repo, number):
             if text is not None:
                 with open(os.path.join(tree, name), "w", encoding="utf-8") as f:
                     f.write(text + "\n")
-        result = verdict.diagnose_record(tree, run_dir, status_of(run), run,
-                                         config.direction if config else "lower")
+        result = verdict.diagnose_record(tree, run_dir, status_of(run), run, config or log.Config())
     return result, run
 
 

@@ -71,7 +71,7 @@ class Summary:
     longest_non_keeps: int
     max_iterations: object
     iterations_left: object
-    running_best: list       # the incumbent's value after each run (None before the baseline)
+    running_best: list       # after each run, the value of the code that was the incumbent then (None before the baseline)
 
     @property
     def noise_measured(self):
@@ -110,6 +110,7 @@ class Tally:
     def __init__(self, config, segment=0, history=True):
         self.config, self.segment, self.history = config, segment, history
         self.runs = 0
+        self.pool_runs = 0          # a pool's controls and confirmation re-runs: not in the budget
         self.counts = {s: 0 for s in STATUSES}
         self.keys = {}              # run number -> code
         self.kept_codes = set()
@@ -134,6 +135,8 @@ class Tally:
             key = decide.code_key(r)
         self.keys[r.run] = key
         self.runs += 1
+        if r.extra.get("role") in ("control", "confirm"):
+            self.pool_runs += 1
         if r.status in self.counts:
             self.counts[r.status] += 1
         if r.measured:
@@ -157,9 +160,8 @@ class Tally:
                 self.longest = max(self.longest, self.current)
         if r.status == "keep" and key != self.rb_incumbent:
             self.rb_incumbent, self.rb_fallback = key, r.metric
-        if self.history:
-            values = self.groups.get(self.rb_incumbent) if self.rb_incumbent is not None else None
-            self.running_best.append(_sorted_median(values) if values else self.rb_fallback)
+        if self.history:   # the incumbent's code now; its value is read at the end (one value per code)
+            self.running_best.append([self.rb_incumbent, self.rb_fallback])
         self.last = (self.last + [r])[-LAST_RUNS:]
         self.timeline.append([r.run, r.timestamp, r.duration_s])
 
@@ -193,14 +195,26 @@ class Tally:
             baseline=base, baseline_value=base_value, best=best, best_value=best_value, change=change,
             noise=stats, confidence=confidence, consecutive_non_keeps=self.current,
             longest_non_keeps=self.longest, max_iterations=budget,
-            iterations_left=max(0, budget - self.runs) if budget else None,
-            running_best=list(self.running_best))
+            iterations_left=max(0, budget - (self.runs - self.pool_runs)) if budget else None,
+            running_best=self._running_values())
+
+    def _running_values(self):
+        """The running best: each run's incumbent code at its value over the whole segment, so a
+        code has one value everywhere (the chart's line starts at the baseline the header shows)."""
+        values = {}
+        out = []
+        for key, fallback in self.running_best:
+            if key not in values:
+                measured = self.groups.get(key) if key is not None else None
+                values[key] = _sorted_median(measured) if measured else None
+            out.append(values[key] if values[key] is not None else fallback)
+        return out
 
     # -- kept between commands by logcache.py (JSON: the cache is a file anyone could write)
 
     def to_json(self):
         return {"config": self.config.to_json() if self.config else None, "segment": self.segment,
-                "runs": self.runs, "counts": self.counts, "keys": [list(self.keys), list(self.keys.values())],
+                "runs": self.runs, "pool_runs": self.pool_runs, "counts": self.counts, "keys": [list(self.keys), list(self.keys.values())],
                 "kept_codes": sorted(self.kept_codes), "repeats": [[k, v] for k, v in self.repeats.items()],
                 "baseline": self.baseline.to_json() if self.baseline else None,
                 # the first keep of each code by run number; only the incumbent's record in full
@@ -218,6 +232,7 @@ class Tally:
         config = log.Config.from_json(data["config"]) if data["config"] is not None else None
         t = cls(config, int(data["segment"]), history=bool(data["history"]))
         t.runs = int(data["runs"])
+        t.pool_runs = int(data["pool_runs"])
         t.counts = {s: int(data["counts"][s]) for s in STATUSES}
         t.keys = dict(zip(map(int, data["keys"][0]), map(str, data["keys"][1])))
         t.kept_codes = {str(k) for k in data["kept_codes"]}
@@ -234,7 +249,8 @@ class Tally:
         if not isinstance(t.groups, dict) or not all(type(v) is list for v in t.groups.values()):
             raise ValueError("inconsistent tally")
         t.current, t.longest = int(data["current"]), int(data["longest"])
-        t.running_best = [None if v is None else float(v) for v in data["running_best"]]
+        t.running_best = [[None if k is None else str(k), None if v is None else float(v)]
+                          for k, v in data["running_best"]]
         t.rb_incumbent, t.rb_fallback = data["rb"]
         t.last = [log.Run.from_json(v) for v in data["last"]]
         t.timeline = data["timeline"]
@@ -264,6 +280,49 @@ def moments(timeline):
             raise ValueError("timeline")
         out.append(Moment(run, stamp, duration))
     return out
+
+
+def waves(runs):
+    """The night's waves (runs recorded by a pool carry `wave`), in order: what each ran, kept and
+    reported, the control's value (drift across the night) and the GPU time spent idle
+    (GPUs x the wave's wall time - the benchmarks' own time)."""
+    out = {}
+    for r in runs:
+        w = r.extra.get("wave")
+        if not isinstance(w, int) or isinstance(w, bool):
+            continue
+        g = out.setdefault(w, {"wave": w, "runs": [], "candidates": [], "controls": [], "kept": None,
+                               "runners_up": [], "control_metric": None, "started": None, "ended": None,
+                               "gpus": None, "busy_s": 0.0})
+        role = r.extra.get("role")
+        g["runs"].append(r.run)
+        if role == "candidate":
+            g["candidates"].append(r.run)
+        if role == "control":
+            g["controls"].append(r.run)
+            if g["control_metric"] is None and r.measured:
+                g["control_metric"] = r.metric
+        if r.status == "keep":
+            g["kept"] = r.run
+        if r.extra.get("runner_up"):
+            g["runners_up"].append(r.run)
+        busy = r.extra.get("gpu_s")
+        if log.is_finite(busy):
+            g["busy_s"] += busy
+        for key, field_name, pick in (("started", "wave_started", min), ("ended", "wave_ended", max)):
+            value = r.extra.get(field_name)
+            if log.is_finite(value):
+                g[key] = value if g[key] is None else pick(g[key], value)
+        if isinstance(r.extra.get("wave_gpus"), int):
+            g["gpus"] = r.extra["wave_gpus"]
+    for g in out.values():
+        wall = (g["ended"] - g["started"]) / 1000 if g["started"] is not None and g["ended"] is not None else None
+        total = g["gpus"] * wall if wall is not None and g["gpus"] else None
+        g["wall_s"] = round(wall, 3) if wall is not None else None
+        g["busy_s"] = round(g["busy_s"], 3)
+        g["idle_s"] = round(max(0.0, total - g["busy_s"]), 3) if total is not None else None
+        g["idle_fraction"] = round(g["idle_s"] / total, 4) if total else None
+    return [out[w] for w in sorted(out)]
 
 
 def _change(direction, base_value, best_value, same_code):
@@ -296,13 +355,14 @@ def _sorted_median(ordered):
     return ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
-def status_object(repo, night, warn=None):
+def status_object(repo, night, warn=None, summarised=None):
     """What `status --json` prints (and `report --json` carries as "status"): the current
-    segment's summary, its config's essentials, and the session (session.json and the lock)."""
+    segment's summary, its config's essentials, and the session (session.json and the lock).
+    `summarised`: the current segment's summary when the caller made it already (the report)."""
     seg = night.current
     config = seg.config if seg else None
     runs = seg.runs if seg else []
-    s = summarise(config, runs, seg.index if seg else 0)
+    s = summarised or summarise(config, runs, seg.index if seg else 0)
     return status_from(repo, config, s, runs[-LAST_RUNS:], len(night.runs), runs)
 
 
@@ -312,6 +372,10 @@ def status_from(repo, config, s, last_runs, total_runs, runs):
     runs themselves, or the tally's timeline of them."""
     session = state.read_session(repo) or {}
     c = config or log.Config()
+    pool_state = _pool(repo)
+    left = s.iterations_left
+    if left is not None and pool_state:
+        left = max(0, left - pool_state["queued"])   # queued candidates will use the budget too
     costs, budgets, spent = ledger.figures(repo, config, runs, session,
                                            improvements=max(0, s.counts.get("keep", 0) - 1))
     return {
@@ -338,10 +402,11 @@ def status_from(repo, config, s, last_runs, total_runs, runs):
         "consecutive_non_keeps": s.consecutive_non_keeps,
         "longest_non_keeps": s.longest_non_keeps,
         "max_iterations": s.max_iterations,
-        "iterations_left": s.iterations_left,
+        "iterations_left": left,
         "active": state.is_active(session),
         "owner_session": session.get("owner_session", c.owner_session),
-        "running": _running(repo),
+        "running": _running(repo, pool_state),
+        "pool": pool_state,
         "scope": c.scope,
         "fixed": sorted(c.fixed),
         "command": c.command,
@@ -384,16 +449,28 @@ def _compact(r):
     return out
 
 
-def _running(repo):
+def _running(repo, pool_state=None):
+    if pool_state and pool_state.get("wave_running"):
+        return {"run": None, "wave": pool_state["wave_running"], "pid": None, "started": None}
     if not state.is_locked(repo.lock):
         return None
     current = state.read_current(repo) or {}
     return {"run": current.get("run"), "pid": current.get("pid"), "started": current.get("started")}
 
 
+def _pool(repo):
+    """The pool block (GPUs, busy, queued, the wave in flight) while a pool was ever started here;
+    None otherwise, without importing anything more."""
+    if not os.path.isdir(os.path.join(repo.state, "pool")):
+        return None
+    from autoresearch import pool
+    data = pool.status_data(repo)
+    return {k: data[k] for k in ("up", "gpus", "classes", "busy", "queued", "wave_running")}
+
+
 def _recover_if_needed(repo):
     """A dead run (current.json with the lock free) is recorded before anything reads the log."""
-    if not os.path.exists(repo.current):
+    if not state.needs_recovery(repo):
         return
     lock = state.Lock(repo.lock)
     if not lock.acquire():
@@ -472,9 +549,20 @@ def status_text(s):
     lines.extend(night_log.text(s.get("night")))
     lines.append(f"session: {'active' if s['active'] else 'stopped'}"
                  + (f" (owner {s['owner_session']})" if s["owner_session"] else ""))
-    if s["running"]:
+    if s["running"] and s["running"].get("wave"):
+        lines.append(f"running: wave {s['running']['wave']} on the pool (`autoresearch wait` for it)")
+    elif s["running"]:
         lines.append(f"running: run {s['running']['run']} (pid {s['running']['pid']})")
+    if s.get("pool"):
+        lines.append(pool_line(s["pool"]))
     return "\n".join(lines)
+
+
+def pool_line(p):
+    if not p["up"]:
+        return f"pool: down ({p['queued']} candidate(s) queued)" if p["queued"] else "pool: down"
+    return (f"pool: {p['gpus']} GPU(s) ({', '.join(p['classes'])}), {p['busy']} busy, {p['queued']} candidate(s) "
+            "queued" + (f", wave {p['wave_running']} running" if p["wave_running"] else ""))
 
 
 def _remeasured(s):
@@ -515,11 +603,20 @@ def brief_text(s):
         lines.append(f"Budget: {s['budget_spent']}; the loop is over.")
     lines.append(f"Rules: edit only {scope}; never edit {fixed}. The engine commits, decides keep/discard "
                  "and resets git; don't commit or reset yourself.")
-    lines.append(f"Next: edit {scope}, then run: {next_command()}")
+    if s.get("pool") and s["pool"]["up"]:
+        lines.append(pool_line(s["pool"]) + ".")
+    lines.append(f"Next: edit {scope}, then run: {next_command(s)}")
     return "\n".join(lines)
 
 
-def next_command():
+def next_command(s=None):
+    p = (s or {}).get("pool")
+    if p and p["up"]:
+        if p["wave_running"]:
+            return "autoresearch wait"
+        free = max(1, p["gpus"] - 1 - p["queued"])
+        return (f'autoresearch submit -m "<what and why>" (up to {free} more diverse candidate(s)), '
+                "then autoresearch wait")
     return 'autoresearch run -m "<what you changed and why>"'
 
 
@@ -529,7 +626,7 @@ def cmd_brief(args):
     s = compute(repo, warn=output.warn)
     text = brief_text(s)
     if output.wants_json(args):
-        output.emit(args, None, {"text": text, "next": next_command(), "state": s})
+        output.emit(args, None, {"text": text, "next": next_command(s), "state": s})
     else:
         print(text)
     return cli.EXIT_OK

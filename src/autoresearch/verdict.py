@@ -120,7 +120,7 @@ def _diagnose(v, config, status, workdir, run_dir):
     """Explain a crash, timeout or implausible result; never lose a run to the diagnoser."""
     record = v.record
     try:
-        result = diagnose_record(workdir, run_dir, status, record, config.direction)
+        result = diagnose_record(workdir, run_dir, status, record, config)
         try:
             from autoresearch import diagnosis
             v.diagnosis_line = diagnosis.short(result)
@@ -138,12 +138,13 @@ def _diagnose(v, config, status, workdir, run_dir):
         output.warn(f"could not write diagnosis.json: {exc}")
 
 
-def diagnose_record(workdir, run_dir, status, record, direction):
-    """The diagnosis of a recorded run from what the record holds: `workdir` has the run's
-    train.py, `run_dir` its output. `autoresearch diagnose N` calls this with the same inputs."""
+def diagnose_record(workdir, run_dir, status, record, config):
+    """The diagnosis of a recorded run from what the record and its segment's `log.Config`
+    hold: `workdir` has the run's train.py, `run_dir` its output. `autoresearch diagnose N`
+    calls this with the same inputs."""
     from autoresearch import diagnosis
     result = diagnosis.for_run(workdir, run_dir, status, record.metrics, record.best_before,
-                               direction, record.reason)
+                               config.direction, record.reason)
     if not isinstance(result, dict):
         raise TypeError(f"for_run returned {type(result).__name__}, not a dict")
     return result

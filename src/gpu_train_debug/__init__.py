@@ -1,6 +1,6 @@
 """gpu-train-debug: diagnose broken LLM training runs and compute the minimal fix.
 
-Standard library only (DESIGN section 6).
+Standard library only.
 
     diagnose(log_text, config, profile) -> {"family", "codes", "intermediates", "fix", "explanation"}
     load_environment(split="train", seed=0) -> Environment with .tasks and .evaluate(prompts, completions)

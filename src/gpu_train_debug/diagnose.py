@@ -195,6 +195,7 @@ class _Diagnosis:
             "DEVICE_ASSERT": self._device_assert,
             "AUTOGRAD_ERROR": self._autograd,
             "HALF_ON_CPU": self._half_on_cpu,
+            "PACKAGE_VERSION": self._package_attr,
             "DDP_UNUSED_PARAMETERS": self._ddp_unused,
             "CHECKPOINT_MISMATCH": self._checkpoint_mismatch,
             "SHM_EXHAUSTED": self._shm,
@@ -537,6 +538,14 @@ class _Diagnosis:
             "a tensor created in the code was not moved with `.to(device)` (or cast). Move it where the model "
             "is, or revert the edit.")
 
+    def _package_attr(self, match):
+        module, attr = match.group(1), match.group(2)
+        self.inter["module"], self.inter["missing_attribute"] = module, attr
+        return "MISSING_DEPENDENCY", ["PACKAGE_VERSION"], {}, (
+            f"The module `{module}` has no `{attr}`: a local file or folder named `{module}` shadows the "
+            f"installed package (rename it), or the installed version is not the one the code expects "
+            f"(`pip install -U {module.split('.')[0]}`, or the version the project pins).")
+
     def _half_on_cpu(self, match):
         return "DTYPE_UNSUPPORTED", ["HALF_ON_CPU"], self._set("DTYPE", "float32"), (
             "A CPU kernel has no half-precision version (" + match.group(0)[:80] + "): the model runs in "
@@ -654,7 +663,7 @@ class _Diagnosis:
             return "CONFIG_INVALID", ["CODE_ERROR"], {}, (
                 f"The {'training script' if self.template else 'benchmark'} raised {raised.text()}{where}: "
                 f"a bug in the code (often the last edit), not a resource limit. " + hint)
-        if name == "FileNotFoundError":
+        if name in ("FileNotFoundError", "IsADirectoryError", "NotADirectoryError"):
             return "DATA", ["FILE_MISSING"], {}, (
                 f"A file the run reads is missing: {raised.text()}{where}. Create or download it, or fix "
                 f"its path (relative paths depend on the working directory).")

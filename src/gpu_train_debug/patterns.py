@@ -17,9 +17,9 @@ SIGNATURES = [
         r"|MPS backend out of memory|Tried to allocate [\d.]+ ?[KMGT]i?B \(GPU \d+; [\d.]+ ?[KMGT]i?B total capacity"
         r"|kIOGPUCommandBufferCallbackErrorOutOfMemory|\[metal::malloc\] Attempting to allocate"
         r"|\bO?OM [Dd]etected|RESOURCE_EXHAUSTED: Out of memory|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED"
-        r"|cudaErrorMemoryAllocation"),
+        r"|cudaErrorMemoryAllocation|cudaMalloc failed: out of memory|failed to allocate CUDA\d* buffer"),
      ('out of memory', 'outofmemoryerror', 'total capacity', 'erroroutofmemory', 'metal::malloc',
-      'om detected', 'resource_exhausted', 'alloc_failed', 'cudaerrormemoryallocation')),
+      'om detected', 'resource_exhausted', 'alloc_failed', 'cudaerrormemoryallocation', 'failed to allocate cuda')),
     ("CAUSAL_LEAK", "LOSS_TOO_GOOD", re.compile(
         r"CAUSALITY VIOLATION|the model sees future tokens"),
      ('causality violation', 'sees future tokens')),
@@ -56,7 +56,8 @@ SIGNATURES = [
      ("not implemented for 'half'", "not implemented for 'bfloat16'")),
     ("BF16_UNSUPPORTED", "DTYPE_UNSUPPORTED", re.compile(
         r"does not support bfloat16|bf16 is not supported|bfloat16 is not supported"
-        r"|Bf16 requires|only supported on GPUs with compute capability of at least 8|setup doesn't support bf16", _I),
+        r"|Bf16 requires|only supported on GPUs with compute capability of at least 8|setup doesn't support bf16"
+        r"|Feature '[^']*bf16' requires \.target sm_80", _I),
      ('bfloat16', 'bf16', 'compute capability of at least 8')),
     ("NO_CUDA_DEVICE", "NO_ACCELERATOR", re.compile(
         r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available"
@@ -65,13 +66,19 @@ SIGNATURES = [
      ('not compiled with cuda', 'no nvidia driver', 'no cuda gpus', 'no cuda-capable', 'driver version is insufficient',
       'invalid device ordinal', 'cuda unavailable', 'driver on your system is too old')),
     ("MISSING_PACKAGE", "MISSING_DEPENDENCY", re.compile(
-        r"ModuleNotFoundError: No module named '([\w.]+)'|ImportError: No module named ([\w.]+)"),
+        r"ModuleNotFoundError: No module named '([\w.]+)'|ImportError: No module named ([\w.]+)"
+        r"|\bpython[\d.]*: No module named ([\w.]+)"),
      ('no module named',)),
     # The installed torch predates an API the code calls (torch.compile is 2.0, torch.compiler 2.1).
     ("TORCH_TOO_OLD", "MISSING_DEPENDENCY", re.compile(
         r"module 'torch(?:\.[\w.]+)?' has no attribute '(\w+)'|requires PyTorch (?:version )?([\d.]+) or (?:higher|newer|later)"
         r"|torch\.compile requires PyTorch [\d.]+", _I),
      ("module 'torch", 'requires pytorch')),
+    # Another package's module lacks an attribute: a local file or folder shadows it, or the
+    # installed version is not the one the code was written for.
+    ("PACKAGE_VERSION", "MISSING_DEPENDENCY", re.compile(
+        r"module '(?!(?:train|prepare|model|models|config|utils|__main__)')([A-Za-z_][\w.]*)' has no attribute '(\w+)'"),
+     ("' has no attribute '",)),
     # A compiled extension does not match what is installed: a CUDA library, a torch ABI.
     ("BINARY_MISMATCH", "MISSING_DEPENDENCY", re.compile(
         r"undefined symbol: \S+|cannot open shared object file|DLL load failed|CUDA_HOME environment variable is not set"
@@ -207,7 +214,7 @@ SIGNATURES = [
         r"|OVERFLOW! Rank \d+ Skipping step|Current loss scale already at minimum"),
      ('overflow detected', 'gradient overflow', 'minimum loss scale', 'overflow! rank', 'already at minimum')),
     ("LOSS_DIVERGED", "NAN_LOSS", re.compile(
-        r"\bloss\b['\"`]*\s*(?:is\s+|[:=]\s*|\d+\s+)?['\"]*[-+]?(?:nan|inf)\b|Loss is (?:NaN|inf)|non-finite loss|^FAIL\s*$"
+        r"\bloss\b['\"`]*\s*(?:is\s+|[:=]\s*|\d+\s+)?['\"]*[-+]?(?:nan|inf)\b|Loss is (?:NaN|inf)|non-finite loss|(?-i:^FAIL\s*$)"
         r"|the run diverged|val_bpb is (?:nan|inf)|nonfinite (?:grad|param)|returned nan values"
         r"|\bgrad[_ ]norm['\"]?\s*[:=]?\s*(?:nan|inf)\b"
         r"|\bloss\b(?:[^\n.;]|\.(?=\d)){0,40}\b(?:and|but|then|becomes?|became|turns?(?: into)?|goes to|went to)\s+(?:-?nan|-?inf)\b", _I | _M),

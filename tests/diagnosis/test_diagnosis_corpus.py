@@ -41,16 +41,17 @@ def test_heldout_split_is_the_frozen_seeded_sample():
     ids = sorted(r["id"] for r in first)
     held = set(random.Random("i13-heldout-2026-12-01").sample(ids, 41))
     assert {r["id"] for r in first if r["split"] == "heldout"} == held
-    assert Counter(r["split"] for r in ROWS) == {"train": 95, "heldout": 41, "blind2": 22, "blind3": 21, "blind4": 14}
+    assert Counter(r["split"] for r in ROWS) == {"train": 95, "heldout": 41, "blind2": 22, "blind3": 21, "blind4": 14, "blind5": 12, "blind6": 3}
 
 
-@pytest.mark.parametrize("split", ["train", "heldout", "blind2", "blind3", "blind4"])
+@pytest.mark.parametrize("split", ["train", "heldout", "blind2", "blind3", "blind4", "blind5", "blind6"])
 def test_family_accuracy_and_fix_validity(split):
     row = TABLE[split]
     misses = [f"{o.case.id}: {o.family} != {o.case.family}" for o in OUTCOMES
               if o.case.split == split and not o.family_ok]
     assert row["family_accuracy"] >= 0.9, misses
-    assert row["fix_validity"] >= 0.9, [o.case.id for o in OUTCOMES if o.case.split == split and o.fix_ok is False]
+    if row["fixes_checked"]:  # blind5's threads found no fix to check
+        assert row["fix_validity"] >= 0.9, [o.case.id for o in OUTCOMES if o.case.split == split and o.fix_ok is False]
 
 
 def _messy(text, rng):
@@ -81,5 +82,5 @@ def test_messier_copies_of_the_same_logs_read_the_same():
 def test_corpus_command_prints_both_splits(capsys):
     assert corpus.main(["--dir", str(DIR), "--json"]) == 0
     table = json.loads(capsys.readouterr().out)
-    assert set(table) == {"train", "heldout", "blind2", "blind3", "blind4"} and table["heldout"]["logs"] == 41
+    assert set(table) == {"train", "heldout", "blind2", "blind3", "blind4", "blind5", "blind6"} and table["heldout"]["logs"] == 41
     assert corpus.main(["--dir", str(DIR / "missing")]) == 2

@@ -6,8 +6,6 @@ discard, ASI on several runs. Segment 1 (after `init` again): a new baseline, a 
 `tear()` then appends a torn line, as a killed writer leaves it.
 """
 
-import subprocess
-
 from helpers_engine import make_repo
 
 BENCH = r"""#!/bin/bash
@@ -57,12 +55,3 @@ def tear(repo):
     with open(repo.root / "autoresearch.jsonl", "ab") as f:
         f.write(b'{"run": 99, "status": "keep", "metr')
 
-
-def run_statuses(repo, segment):
-    return [r["status"] for r in repo.runs() if r.get("segment", 0) == segment]
-
-
-if __name__ == "__main__":
-    import sys
-    repo = make_night(sys.argv[1])
-    print(subprocess.run(["cat", str(repo.root / "autoresearch.jsonl")], capture_output=True, text=True).stdout)

@@ -175,3 +175,39 @@ def test_a_cache_from_another_repo_is_not_taken(repo, tmp_path):
                os.path.join(repo.root, ".autoresearch", "cache", "log-view.json"))
     check(research.Repo(other))
     assert check(repo)["best"]["metric"] != 0.1   # the other repo's view is not this repo's
+
+
+def test_on_a_hash_chained_log_only_the_engines_continuation_is_read_from_the_cache(repo):
+    """With a chain tip in the git directory (chain.py), a new tail is taken from the cache only
+    when each record links to the one before and the tip names its last line; anything else
+    (a line appended by the benchmark, even with the right `prev`) makes the whole log be read,
+    where the chain is checked."""
+    tip_dir = os.path.join(repo.root, ".git", "autoresearch")
+    lines, prev = [], "0" * 32
+    for raw in open(repo.log, "rb").read().splitlines():
+        record = json.loads(raw)
+        record["prev"] = prev
+        line = json.dumps(record, separators=(",", ":")).encode()
+        prev = hashlib.sha256(line).hexdigest()[:32]
+        lines.append(line)
+
+    def write_tip(before, last):
+        os.makedirs(tip_dir, exist_ok=True)
+        with open(os.path.join(tip_dir, "tip.json"), "w") as f:
+            json.dump({"hash": last, "before": before, "size": os.path.getsize(repo.log)}, f)
+    with open(repo.log, "wb") as f:
+        f.write(b"\n".join(lines) + b"\n")
+    write_tip(hashlib.sha256(lines[-2]).hexdigest()[:32], prev)
+    check(repo, expect_cached=False)
+    check(repo, expect_cached=True)
+    record = dict(run(301, "keep", 0.5), prev=prev)     # the engine's next record
+    line = json.dumps(record, separators=(",", ":")).encode()
+    with open(repo.log, "ab") as f:
+        f.write(line + b"\n")
+    before, prev = prev, hashlib.sha256(line).hexdigest()[:32]
+    write_tip(before, prev)
+    check(repo, expect_cached=True)
+    forged = json.dumps(dict(run(302, "keep", 0.0001), prev=prev), separators=(",", ":")).encode()
+    with open(repo.log, "ab") as f:                     # the benchmark's: the tip does not name it
+        f.write(forged + b"\n")
+    check(repo, expect_cached=False)

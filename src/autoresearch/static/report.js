@@ -245,6 +245,42 @@
     state.charts++;
   }
 
+  // ------------------------------------------------------------ waves (runs of a pool)
+  // One row per wave, and a chart of the control's value and the idle GPU share per wave.
+  function renderWaves(m) {
+    var waves = m.waves || [];
+    var box = document.getElementById('waves-box');
+    box.hidden = !waves.length;
+    if (!waves.length) return;
+    var t = clear(document.getElementById('waves'));
+    add(t, add(h('tr'), h('th', null, 'wave'), h('th', null, 'runs'), h('th', null, 'candidates'), h('th', null, 'kept'),
+      h('th', null, 'runners-up'), h('th', null, 'control'), h('th', null, 'GPUs'), h('th', null, 'wall'),
+      h('th', null, 'GPU idle')));
+    waves.forEach(function (w) {
+      add(t, add(h('tr'), h('td', 'num', w.wave), h('td', null, (w.runs || []).join(', ')),
+        h('td', 'num', (w.candidates || []).length), h('td', 'num', w.kept === null ? '–' : '#' + w.kept),
+        h('td', null, (w.runners_up || []).map(function (n) { return '#' + n; }).join(', ')),
+        h('td', 'num', fmt(w.control_metric)), h('td', 'num', isNum(w.gpus) ? w.gpus : ''),
+        h('td', 'num', isNum(w.wall_s) ? duration(w.wall_s) : ''),
+        h('td', 'num', isNum(w.idle_fraction) ? (w.idle_fraction * 100).toFixed(0) + '% (' + duration(w.idle_s) + ')' : '')));
+    });
+    var el = clear(document.getElementById('waves-chart'));
+    if (state.wavesChart) { state.wavesChart.destroy(); state.wavesChart = null; }
+    var xs = waves.map(function (w) { return w.wave; });
+    var control = waves.map(function (w) { return isNum(w.control_metric) ? w.control_metric : null; });
+    var idle = waves.map(function (w) { return isNum(w.idle_fraction) ? w.idle_fraction * 100 : null; });
+    state.wavesChart = new uPlot({
+      width: chartWidth(el), height: 220,
+      series: [{ label: 'wave' },
+        { label: 'control ' + m.metricName, stroke: COLORS.keep, width: 2, scale: 'y', value: function (u, v) { return fmt(v); } },
+        { label: 'GPU idle %', stroke: '#9467bd', width: 1, dash: [4, 4], scale: '%', value: function (u, v) { return isNum(v) ? v.toFixed(0) + '%' : ''; } }],
+      scales: { x: { time: false }, '%': { range: [0, 100] } },
+      axes: [{ label: 'wave', incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000] }, { scale: 'y', label: 'control', size: 70, values: function (u, vals) { return vals.map(fmt); } },
+        { scale: '%', side: 1, label: 'GPU idle %', grid: { show: false } }]
+    }, [xs, control, idle], el);
+    state.charts++;
+  }
+
   // A status's points; the legend shows the hovered run's value under its own status only.
   function pointSeries(label, color, size, status) {
     return { label: label, stroke: color, fill: color, paths: function () { return null; },
@@ -713,7 +749,7 @@
   function show(m) {
     var first = !state.model;
     state.model = m;
-    renderHeader(m); renderSummary(m); renderProgress(m); renderCost(m); renderTable(m);
+    renderHeader(m); renderSummary(m); renderProgress(m); renderWaves(m); renderCost(m); renderTable(m);
     var linked = /^#run=(-?\d+)$/.exec(location.hash);
     if (first && linked && runByNumber(Number(linked[1]))) state.selected = Number(linked[1]);
     var keep = state.selected !== null && runByNumber(state.selected);
