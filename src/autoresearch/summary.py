@@ -470,7 +470,7 @@ def _pool(repo):
 
 def _recover_if_needed(repo):
     """A dead run (current.json with the lock free) is recorded before anything reads the log."""
-    if not os.path.exists(repo.current):
+    if not state.needs_recovery(repo):
         return
     lock = state.Lock(repo.lock)
     if not lock.acquire():

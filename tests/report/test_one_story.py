@@ -78,7 +78,7 @@ def night(tmp_path_factory):
 def test_the_night_is_what_the_engine_did(night):
     _, s = night
     assert s["segment"] == 1 and s["runs"] == 9 and s["total_runs"] == 12
-    assert s["counts"] == {"keep": 2, "discard": 4, "crash": 1, "timeout": 1, "checks_failed": 1}
+    assert s["counts"] == {"keep": 2, "discard": 4, "crash": 1, "timeout": 1, "checks_failed": 1, "tampered": 0}
     assert s["remeasurements"] == 2 and s["noise"]["samples"] == 3
     # the baseline is the median of its three measurements, the best the incumbent's value
     assert s["baseline"]["metric"] == pytest.approx(1.501) and s["best"]["description"] == "a real win"
