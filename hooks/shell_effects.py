@@ -198,6 +198,86 @@ def split_heredocs(command):
     return "\n".join(kept), bodies
 
 
+COMMENT_AFTER = set(" \t\n;&|(<>")   # an unquoted `#` right after one of these starts a comment
+
+
+def strip_comments(text):
+    """`text` without its comments, as bash reads them: an unquoted `#` that starts a word, up to
+    the end of the line (the newline stays; after a subshell's `)` too, not after `$(...)`). Quotes are followed ('...', $'...', "...", $(...) and
+    backticks inside them), so an apostrophe in a comment does not open a quote for shlex and a
+    `$(...)` in a comment is not a command. Where the quoting cannot be followed to the end, the
+    text comes back unchanged (the comment handling in `analyse` then applies, as before)."""
+    out, stack, i, n = [], [], 0, len(text)
+    closed_subshell = -1   # where a `)` ended a subshell (an operator; `#` after it starts a comment)
+    while i < n:
+        c, top = text[i], (stack[-1] if stack else None)
+        if c == "\\":
+            out.append(text[i:i + 2])
+            i += 2
+            continue
+        if top == '"':
+            if c == '"':
+                stack.pop()
+            elif text.startswith("$(", i):
+                stack.append(")")
+                out.append("$(")
+                i += 2
+                continue
+            elif c == "`":
+                stack.append("`")
+            out.append(c)
+            i += 1
+            continue
+        if c == "'" or text.startswith("$'", i):
+            j = _quote_end(text, i)
+            if j < 0:
+                return text
+            out.append(text[i:j])
+            i = j
+            continue
+        if c == "#" and (i == 0 or text[i - 1] in COMMENT_AFTER or i - 1 == closed_subshell):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        if c == '"':
+            stack.append('"')
+        elif text.startswith("$(", i):
+            stack.append(")")
+            out.append("$(")
+            i += 2
+            continue
+        elif c == "(" and top == ")":
+            stack.append(")")
+        elif c == ")" and top == ")":
+            stack.pop()
+        elif c == ")" and not stack:
+            closed_subshell = i
+        elif c == "`":
+            if top == "`":
+                stack.pop()
+            else:
+                stack.append("`")
+        out.append(c)
+        i += 1
+    return text if stack else "".join(out)
+
+
+def _quote_end(text, i):
+    """The index just past the single-quoted string at `i` ('...' or $'...' with its escapes), -1 if open."""
+    if text[i] == "'":
+        j = text.find("'", i + 1)
+        return -1 if j < 0 else j + 1
+    j = i + 2
+    while j < len(text):
+        if text[j] == "\\":
+            j += 2
+            continue
+        if text[j] == "'":
+            return j + 1
+        j += 1
+    return -1
+
+
 def substitutions(text):
     """The commands inside $(...) and backticks of a word (nested ones come out later)."""
     found, i = [], 0
@@ -239,7 +319,8 @@ class Shell:
         if token.literal:
             return [text]
         inner = substitutions(text)
-        if inner and all(i.strip().startswith("mktemp") for i in inner) and re.fullmatch(r"\$\(.*\)|`.*`", text):
+        if inner and all(i.strip().startswith("mktemp") and not re.search(r"[;&|<>`]|\$\(", i) for i in inner) \
+                and re.fullmatch(r"\$\(.*\)|`.*`", text):
             return [FRESH]   # mktemp only ever makes a new file
         if inner or ("$(" in text) or ("`" in text):
             return [UNKNOWN]
@@ -255,8 +336,8 @@ class Shell:
                 known = self.vars.get(name) if name else None
                 if known is None and name and name in os.environ:
                     known = [os.environ[name]]
-                if known is None:
-                    return [UNKNOWN]
+                if known is None or any(isinstance(k, Unknown) for k in known):
+                    return [UNKNOWN]   # a word holding an unknown value is unknown as a whole
                 expanded += [value[:match.start()] + k + value[match.end():] for k in known]
             results = expanded
         if any(VARIABLE.search(v) for v in results):
@@ -284,6 +365,7 @@ def analyse(command, cwd, effects=None, shell=None):
         effects.writes.append(Somewhere(shell.cwd, None, "commands nested too deep to follow"))
         return effects
     text, bodies = split_heredocs(command)
+    text = strip_comments(text)
     for word_text in _substitution_sources(text):
         analyse(word_text, shell.cwd, effects, Shell(shell.cwd, shell.vars, shell.depth + 1))
     words = tokens(text)
@@ -302,20 +384,28 @@ def analyse(command, cwd, effects=None, shell=None):
             comment = True   # bash: a word starting with # ends the line there
             tok = Token(NEWLINE, op=True)
         if tok.op and tok.text in ("(", "<(", ">("):
+            prefix = None
             if current and isinstance(current[-1], Token) and current[-1].text == "$":
                 current[-1] = UNKNOWN   # $( ... ): the value is the output of the inner command
+            elif current and isinstance(current[-1], Token) and current[-1].text.endswith("$") \
+                    and not current[-1].literal:
+                prefix = current.pop()   # NAME=$( ... ) or text$( ... ): the word ends with the output
             if tok.text != "(":
                 current.append(UNKNOWN)   # <(...) / >(...) stands for a path we cannot name
-            stack.append((current, shell.cwd, pending_pipe))
+            stack.append((current, shell.cwd, pending_pipe, prefix))
             current, pending_pipe = [], False
             continue
         if tok.op and tok.text == ")":
+            inner = current
             previous_out = _run_segment(Segment(current, piped_in=pending_pipe,
                                                 stdin=previous_out if pending_pipe else None),
                                         shell, effects, bodies)
             if stack:
-                current, cwd_before, pending_pipe = stack.pop()
+                current, cwd_before, pending_pipe, prefix = stack.pop()
                 shell.cwd = cwd_before
+                if prefix is not None:   # the word again, its $( ... ) for `Shell.values` to judge
+                    words_inside = " ".join(w.text if isinstance(w, Token) else "?" for w in inner)
+                    current.append(Token(f"{prefix.text}({words_inside})", quoted=prefix.quoted, raw=prefix.raw))
             else:
                 current = []
             continue

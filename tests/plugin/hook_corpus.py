@@ -96,6 +96,13 @@ WRITES = [
     # substitutions and variables
     "echo \"$(rm prepare.py)\"",
     "echo `rm prepare.py`",
+    # the output of $(...) kept in a variable; comments, read the way bash reads them
+    "f=$(echo prepare.py); rm \"$f\"",
+    "f=\"$(echo prepare.py)\"; rm $f",
+    "for f in $(ls); do rm -f $f; done",
+    "f=$(mktemp; echo prepare.py); rm $f",
+    "# it's only a note\nrm prepare.py",
+    "(echo hi)#'\nrm prepare.py",
     "x=$(cp train.py prepare.py)",
     "f=prepare.py; echo x > $f",
     "f=prepare.py && sed -i s/a/b/ \"$f\"",
@@ -307,6 +314,10 @@ READS = [
     "stat prepare.py",
     "python3 -m pytest -q",
     "uv run train.py",
+    "echo hi > sub/out.txt  # it's a note",
+    "echo a # $(rm prepare.py)",
+    "t=$(mktemp); echo x > \"$t\"",
+    "d=$(mktemp -d) && cp prepare.py \"$d/\" && sed -i 's/a/b/' \"$d/prepare.py\"",
 ]
 
 
