@@ -13,7 +13,7 @@ import bisect
 import os
 from dataclasses import dataclass
 
-from autoresearch import cli, decide, ledger, log, night_log, output, recovery, research, state
+from autoresearch import cli, decide, ledger, log, night_log, output, research, state
 
 STATUSES = log.STATUSES
 LAST_RUNS = 5
@@ -457,6 +457,7 @@ def _recover_if_needed(repo):
     if not lock.acquire():
         return  # a run is going: it is not unfinished
     try:
+        from autoresearch import recovery  # noqa: PLC0415 - only for a dead run: off the hot path of status and the hooks
         records, _, runs, segment = research.load(repo, warn=lambda m: None)
         recovery.recover(repo, records, runs, segment, output.warn)
     finally:
