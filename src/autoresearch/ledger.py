@@ -92,7 +92,11 @@ class Usage:
                               + cr * price[4]) / 1e6
 
     def to_dict(self):
-        return dict(asdict(self), tokens=self.tokens, cost_usd=round(self.cost_usd, 6))
+        # the fields by hand, not dataclasses.asdict (a deep copy): the report makes one per run
+        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "cache_write_tokens": self.cache_write_tokens, "cache_read_tokens": self.cache_read_tokens,
+                "cost_usd": round(self.cost_usd, 6), "messages": self.messages, "unpriced": self.unpriced,
+                "tokens": self.tokens}
 
 
 def price_for(model, prices=None):
