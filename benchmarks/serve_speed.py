@@ -5,8 +5,9 @@ Builds the report fixture (tests/report/report_fixture.py: runs with folders, st
 appends `--log-runs` engine-shaped records (chained as the engine appends them), starts
 `autoresearch serve --port 0` and times, as the page asks for them:
 
-- api/model, first request (the model is built from the log) and again after the log grew
-  (rebuilt): the time to the first byte and to the whole answer, and its size;
+- api/model, first request (the model is built from the log): the time to the first byte and
+  to the whole answer, and its size; then after a new run, polled as the page polls: how long
+  each answer takes while the model is rebuilt, and how long until the new run is shown;
 - api/model unchanged (`since=` the version: what an open page polls every 2 s);
 - api/runs (a page of 500 full rows from the middle) and api/run/N (one run's row and details).
 
@@ -86,13 +87,23 @@ def main():
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise SystemExit(f"serve did not start: {err.read_text()}")
                 time.sleep(0.05)
-            built, rebuilt, polls, pages, ones = [], [], [], [], []
+            built, rebuilt, fresh, polls, pages, ones = [], [], [], [], [], []
+            ttfb, whole, body, status = fetch(port, "/api/model")   # the first page open: built now
+            assert status == 200, body[:200]
+            built.append((ttfb, whole))
+            version = json.loads(body)["version"]
             for _ in range(args.repeat):
                 last = hook_latency.append_runs(repo, 1, last)   # a new run: the model is rebuilt
-                ttfb, whole, body, status = fetch(port, "/api/model")
-                assert status == 200, body[:200]
-                (rebuilt if built else built).append((ttfb, whole))
-                version = json.loads(body)["version"]
+                t0 = time.perf_counter()
+                while True:   # poll as the page does (its every-2-s poll, here back to back)
+                    ttfb, whole, body, status = fetch(port, f"/api/model?since={version}")
+                    rebuilt.append((ttfb, whole))
+                    got = json.loads(body)
+                    if not got.get("unchanged") and got["version"] != version:
+                        break
+                    time.sleep(0.2)
+                fresh.append(time.perf_counter() - t0)   # until the page has the new run
+                version = got["version"]
                 polls.append(fetch(port, f"/api/model?since={version}")[1])
                 pages.append(fetch(port, f"/api/runs?offset={total_runs // 2}&limit=500")[1])
                 ones.append(fetch(port, f"/api/run/{args.runs // 2}")[1])
@@ -122,8 +133,9 @@ def main():
     result = {
         "runs": model["runTotal"], "runs_with_folders": args.runs, "full_rows_in_model": len(model["runs"]),
         "model_first_ttfb_s": round(built[0][0], 3), "model_first_s": round(built[0][1], 3),
-        "model_rebuilt_ttfb_median_s": round(med(t for t, _ in rebuilt), 3),
-        "model_rebuilt_median_s": round(med(w for _, w in rebuilt), 3),
+        "answer_while_rebuilding_ttfb_max_s": round(max(t for t, _ in rebuilt), 3),
+        "answer_while_rebuilding_max_s": round(max(w for _, w in rebuilt), 3),
+        "new_run_shown_after_median_s": round(med(fresh), 3),
         "model_mib": round(model_bytes / 2**20, 2), "unpaged_model_mib": round(len(unpaged) / 2**20, 2),
         "unpaged_encode_s": round(encode_unpaged, 3),
         "poll_unchanged_median_ms": round(med(polls) * 1000, 1), "runs_page_median_ms": round(med(pages) * 1000, 1),
@@ -131,21 +143,22 @@ def main():
         "read_log_median_s": round(med(reads), 3), "python_startup_median_s": round(med(starts), 4),
         "load_avg_1m": round(os.getloadavg()[0], 2), "cpus": os.cpu_count(),
     }
-    result["model_rebuilt_over_read_log"] = round(result["model_rebuilt_median_s"] / result["read_log_median_s"], 1)
-    result["goal_met"] = result["model_first_s"] < 10 and result["model_rebuilt_median_s"] < 10
+    result["new_run_over_read_log"] = round(result["new_run_shown_after_median_s"] / result["read_log_median_s"], 1)
+    result["goal_met"] = result["model_first_s"] < 10 and result["new_run_shown_after_median_s"] < 10
     print(f"serve, {result['runs']} runs ({args.runs} with folders), load average {result['load_avg_1m']} "
           f"on {os.cpu_count()} CPUs")
     print(f"  api/model first: first byte {built[0][0]:.2f} s, whole {built[0][1]:.2f} s, {result['model_mib']} MiB "
           f"({result['full_rows_in_model']} full rows; the unpaged model was {result['unpaged_model_mib']} MiB, "
           f"{encode_unpaged:.2f} s to encode alone)")
-    print(f"  api/model after a new run: first byte {result['model_rebuilt_ttfb_median_s']:.2f} s, whole "
-          f"{result['model_rebuilt_median_s']:.2f} s (median of {len(rebuilt)}; goal < 10 s: "
+    print(f"  after a new run: every api/model answered within {result['answer_while_rebuilding_max_s']:.2f} s "
+          f"(first byte {result['answer_while_rebuilding_ttfb_max_s']:.2f} s) while the model was rebuilt; the new run "
+          f"was shown after {result['new_run_shown_after_median_s']:.2f} s (median of {len(fresh)}; goal < 10 s: "
           f"{'met' if result['goal_met'] else 'NOT met'})")
     print(f"  unchanged poll {result['poll_unchanged_median_ms']} ms, a page of 500 rows "
           f"{result['runs_page_median_ms']} ms, one run's details {result['run_details_median_ms']} ms")
     print(f"  serve's peak memory {result['serve_peak_mib']} MiB")
-    print(f"  reference reading the log: {result['read_log_median_s']:.2f} s -> a rebuilt model is "
-          f"{result['model_rebuilt_over_read_log']}x; python -c pass {result['python_startup_median_s'] * 1000:.0f} ms")
+    print(f"  reference reading the log: {result['read_log_median_s']:.2f} s -> showing a new run took "
+          f"{result['new_run_over_read_log']}x; python -c pass {result['python_startup_median_s'] * 1000:.0f} ms")
     print(json.dumps(result))
 
 
