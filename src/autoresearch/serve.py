@@ -129,27 +129,32 @@ class LiveState:
             return self.model, f"{self.log_sig}-{self.cur_sig}"
 
     def _build(self):
+        """(model, seconds it took, current.json's signature as the model read it)."""
         started = time.monotonic()
+        cur_sig = self.signature(self.root / report.CURRENT_FILE)
         model, night = report.build_model(self.root, Path(self.log_name), self.kwh_price,
                                           warn=self._warn_once, with_log=True)
         model["live"] = True
         energies = [{"energy": self._energy(r)} for r in report.detail_runs(model)]
         report.add_energy_totals(model, energies)
         report.add_ledger(model, self.root, night=night)
-        return model, time.monotonic() - started
+        return model, time.monotonic() - started, cur_sig
 
-    def _install(self, model, took, log_sig):
-        self.model, self.build_s, self.log_sig, self.cur_sig = model, took, log_sig, None
+    def _install(self, model, took, cur_sig, log_sig, encoded=None):
+        self.model, self.build_s, self.log_sig, self.cur_sig = model, took, log_sig, cur_sig
+        self.encoded = encoded
 
     def _build_in_background(self, log_sig):
         try:
-            built = self._build()
+            model, took, cur_sig = self._build()
+            version = f"{log_sig}-{cur_sig}"   # encoded here too, so no poll waits for it
+            built = (model, took, cur_sig, log_sig, (version, encode({"version": version, "model": paged_model(model)})))
         except Exception as exc:  # noqa: BLE001 - a failed rebuild keeps the model the pages have
             self._warn_once(f"could not rebuild the model: {exc!r}; still showing the one before")
             built = None
         with self.lock:
             if built is not None:
-                self._install(*built, log_sig)
+                self._install(*built)
             self.building = False
 
     def model_bytes(self):
