@@ -16,11 +16,7 @@ if ! command -v chromium >/dev/null 2>&1; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
   else
-    if [ ! -x .tools/uv/bin/uv ] || [ "$(.tools/uv/bin/uv --version 2>/dev/null | cut -d' ' -f2)" != "$UV_VERSION" ]; then
-  rm -rf .tools/uv
-  "$PYTHON" -m pip install -q --disable-pip-version-check --target .tools/uv "uv==$UV_VERSION"
-fi
-echo "install-test-tools: chromium is missing; install it with your package manager (Debian: apt-get install chromium)" >&2
+    echo "install-test-tools: chromium is missing; install it with your package manager (Debian: apt-get install chromium)" >&2
   fi
 fi
 

@@ -438,6 +438,8 @@ class Budgets:
 
 def budgets_of(config, session):
     night = (session or {}).get("night") if isinstance((session or {}).get("night"), dict) else {}
+    if not _alive(night.get("pid")):
+        night = {}   # a night killed without a word: its own limits went with it
     hours, started = _field(config, "max_hours"), _field(config, "timestamp")
     deadlines = []
     if _number(hours) and _number(started):
@@ -448,6 +450,18 @@ def budgets_of(config, session):
                    deadline_ms=int(min(deadlines)) if deadlines else None,
                    max_gpu_hours=_tightest(_field(config, "max_gpu_hours"), night.get("max_gpu_hours")),
                    max_cost=_tightest(_field(config, "max_cost"), night.get("max_cost")))
+
+
+def _alive(pid):
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _number(value):
