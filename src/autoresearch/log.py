@@ -307,6 +307,7 @@ class Config(_Record):
     template: str = None
     start_commit: str = None
     engine: str = None
+    early_abort: object = _optional("dict?")   # {"at": progress} when `init --early-abort` turned it on
     extra: dict = field(default_factory=dict)
 
     @classmethod
@@ -345,6 +346,7 @@ class Run(_Record):
     exit_code: int = None
     policy: str = None
     value: float = None      # the decided value (median of the code's measurements) at decision time
+    early_abort: object = _optional("dict?")   # where the engine stopped a run behind the best (earlyabort.py)
     extra: dict = field(default_factory=dict)
 
     @classmethod
