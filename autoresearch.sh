@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The ML benchmark: run train.py, pass its output through, then print the summary block
-# (the `key: value` lines after the last `---`) as `METRIC key=value` lines for the engine.
-# Exits non-zero, with the reason on stderr, when training fails or leaves no val_bpb.
+# The ML benchmark: train.py trains and leaves its weights; the harness's evaluator (a process of
+# its own, started alongside so its imports overlap training) computes val_bpb from them and prints
+# the summary block, which becomes the `METRIC key=value` lines for the engine. Nothing train.py
+# prints can become a metric: its output passes through with `METRIC` tokens defused.
+# Exits non-zero, with the reason on stderr, when training or evaluation fails.
 #
-# Python: $AUTORESEARCH_PYTHON if set (split on spaces, e.g. "uv run python"), else `uv run`
+# Python: $AUTORESEARCH_PYTHON if set (split on spaces, e.g. "uv run python"), else `uv run python`
 # when uv is on PATH and pyproject.toml exists, else python3.
 set -uo pipefail
 cd "$(dirname "$0")" || exit 1
@@ -16,18 +18,45 @@ else
     PY=(python3)
 fi
 
-out=$(mktemp "${TMPDIR:-/tmp}/autoresearch-train.XXXXXX") || exit 1
-trap 'rm -f "$out"' EXIT
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/autoresearch-run.XXXXXX") || exit 1
+evpid=
+cleanup() { [ -n "$evpid" ] && { echo stop > "$tmp/go"; wait "$evpid" 2>/dev/null; }; rm -rf "$tmp"; }
+trap cleanup EXIT
 
-PYTHONUNBUFFERED=1 "${PY[@]}" train.py 2>&1 | tee "$out"
+# The evaluator starts once training has logged its first step (start-up and compilation are
+# done, so its imports overlap the timed steps), then waits for "go".
+(
+    while [ -n "${AUTORESEARCH_STEPS_FILE:-}" ] && [ ! -s "$AUTORESEARCH_STEPS_FILE" ] && [ ! -e "$tmp/go" ]; do
+        sleep 0.2
+    done
+    [ "$(cat "$tmp/go" 2>/dev/null)" = stop ] && exit 0
+    "${PY[@]}" -I -u harness.py evaluate --go "$tmp/go" --parent $$ 2>&1 | tee "$tmp/eval"
+) &
+evpid=$!
+
+PYTHONUNBUFFERED=1 "${PY[@]}" train.py 2>&1 | sed -u 's/METRIC/METRIC(train.py)/g' | tee "$tmp/train"
 status=${PIPESTATUS[0]}
 
 if [ "$status" -ne 0 ]; then
-    why=$(grep -E '^(FAIL|[A-Za-z_.]*(Error|Exception|Interrupt)\b)' "$out" | tail -n 1)
-    [ -n "$why" ] || why=$(grep -v '^[[:space:]]*$' "$out" | tail -n 1)
+    why=$(grep -E '^(FAIL|[A-Za-z_.]*(Error|Exception|Interrupt)\b)' "$tmp/train" | tail -n 1)
+    [ -n "$why" ] || why=$(grep -v '^[[:space:]]*$' "$tmp/train" | tail -n 1)
     echo "autoresearch.sh: train.py failed (exit $status): ${why:-no output}" >&2
     exit "$status"
 fi
+
+# A tool may have printed text without a final newline at exit (triton's "leaked ..." lines):
+# everything from here starts on a fresh line.
+[ -s "$tmp/train" ] && [ -n "$(tail -c 1 "$tmp/train")" ] && echo
+echo go > "$tmp/go"
+wait "$evpid"
+evstatus=$?
+evpid=
+if [ "$evstatus" -ne 0 ]; then
+    why=$(grep -E '^(FAIL|[A-Za-z_.]*(Error|Exception)\b)' "$tmp/eval" | tail -n 1)
+    echo "autoresearch.sh: the evaluation failed (exit $evstatus): ${why:-no output}" >&2
+    exit 1
+fi
+[ -s "$tmp/eval" ] && [ -n "$(tail -c 1 "$tmp/eval")" ] && echo
 
 metrics=$(awk '
     /^---[[:space:]]*$/ { n = 0; split("", lines); started = 1; next }
@@ -37,10 +66,10 @@ metrics=$(awk '
         if (value ~ /^[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$/) lines[++n] = "METRIC " key "=" value
     }
     END { for (i = 1; i <= n; i++) print lines[i] }
-' "$out")
+' "$tmp/eval")
 
 if ! grep -q '^METRIC val_bpb=' <<< "$metrics"; then
-    echo "autoresearch.sh: train.py exited 0 but printed no numeric val_bpb after a '---' line" >&2
+    echo "autoresearch.sh: the evaluation printed no numeric val_bpb after a '---' line" >&2
     exit 1
 fi
 echo "$metrics"

@@ -1,35 +1,26 @@
 """
-Pretrain a small GPT for a fixed wall-clock budget and report val_bpb. Single device, single file.
-This is the file the agent edits. Run: `uv run train.py` (or `bash autoresearch.sh`).
+Pretrain a small GPT for a fixed wall-clock budget. Single device, single file.
+This is the file the agent edits: the model, the optimizer, the schedule and the training loop.
+Run: `bash autoresearch.sh` (the engine does). The fixed harness (harness.py, prepare.py) owns the
+machine (device, dtype, compile, attention kernels), the data, the run's files and the metric:
+after this file exits, a process of the harness rebuilds `GPT(GPTConfig(**config))` from the
+weights `recorder.finish` leaves, calls it on inputs only and computes val_bpb itself.
 
-Runs on CUDA (Flash Attention 3 on Hopper, FlexAttention for sliding windows on other recent
-GPUs, SDPA everywhere else), Apple MPS and CPU. The constants below are the knobs.
+Importing this file must run nothing but definitions (the harness checks with `ast`): constants,
+imports, functions and classes at the top level; everything else inside main().
 """
 
-import os
-import sys
-
-os.environ.setdefault("PYTORCH_ALLOC_CONF", "expandable_segments:True")
-sys.dont_write_bytecode = True   # no __pycache__ for prepare.py in the research repo
-
-import contextlib
-import gc
-import json
 import math
 import time
 from dataclasses import asdict, dataclass
 
-try:
-    import resource   # peak RSS on CPU; not on Windows
-except ImportError:
-    resource = None
 import torch
-import torch._dynamo
 import torch.nn as nn
 import torch.nn.functional as F
 
-import prepare
-from prepare import MAX_SEQ_LEN, TIME_BUDGET, Tokenizer, evaluate_bpb, make_dataloader
+import harness
+from harness import attention
+from prepare import MAX_SEQ_LEN, TIME_BUDGET, Tokenizer, budget_clock
 
 # ---------------------------------------------------------------------------
 # Hyperparameters (edit these directly; plain literals, read by tools with `ast`)
@@ -55,130 +46,16 @@ WARMUP_RATIO = 0.0          # fractions of the time budget
 WARMDOWN_RATIO = 0.5
 FINAL_LR_FRAC = 0.0
 
+SEED = 42
+
+# ---------------------------------------------------------------------------
+# Machine knobs (how to run, not what to learn; the harness reads them in setup)
+# ---------------------------------------------------------------------------
+
 ATTENTION_BACKEND = "auto"  # "auto", "fa3", "flex", "sdpa"
 DTYPE = "auto"              # "auto", "bfloat16", "float16", "float32"
 COMPILE = "auto"            # "auto" (CUDA with Triton), True, False
 GRAD_CHECKPOINTING = False  # recompute blocks in backward: less memory, ~30% more compute
-SEED = 42
-SAMPLE_TOKENS = 48          # generated after the eval, outside the budget
-SAMPLE_PROMPTS = ["Once upon a time", "The capital of France is", "Ada is a"]
-
-# ---------------------------------------------------------------------------
-# Device, dtype and attention backend
-# ---------------------------------------------------------------------------
-
-
-def pick_device():
-    if torch.cuda.is_available():
-        return torch.device("cuda")
-    if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
-        return torch.device("mps")
-    return torch.device("cpu")
-
-
-def pick_dtype(device, requested=DTYPE):
-    """bf16 where the device does it well, fp16 (with loss scaling) on older GPUs, fp32 on CPU."""
-    if requested != "auto":
-        return getattr(torch, requested)
-    if device.type == "cuda":
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    if device.type == "mps":
-        with contextlib.suppress(Exception), torch.autocast("mps", dtype=torch.bfloat16):
-            torch.ones(2, 2, device=device) @ torch.ones(2, 2, device=device)
-            return torch.bfloat16
-    return torch.float32
-
-
-def triton_available():
-    try:
-        import triton  # noqa: F401
-        return True
-    except ImportError:
-        return False
-
-
-def pick_compile(device, requested=COMPILE):
-    if requested != "auto":
-        return bool(requested)
-    # Triton (torch.compile's GPU backend) needs compute capability 7.0 or newer.
-    return device.type == "cuda" and torch.cuda.get_device_capability(device) >= (7, 0) and triton_available()
-
-
-def load_fa3():
-    """Flash Attention 3: the pip build if installed, else the Hub kernel (needs network once)."""
-    try:
-        import flash_attn_interface
-        return flash_attn_interface
-    except ImportError:
-        pass
-    from kernels import get_kernel
-    return get_kernel("varunneal/flash-attention-3").flash_attn_interface
-
-
-def pick_attention(device, compiled, windows, seq_len, requested=ATTENTION_BACKEND):
-    """Return (backend, fa3 module or None, reason)."""
-    cap = torch.cuda.get_device_capability(device) if device.type == "cuda" else None
-    if requested in ("auto", "fa3") and cap == (9, 0):
-        try:
-            return "fa3", load_fa3(), "Hopper GPU with Flash Attention 3"
-        except Exception as e:
-            if requested == "fa3":
-                raise RuntimeError(f"ATTENTION_BACKEND='fa3' but Flash Attention 3 is unavailable ({e}); "
-                                   "set ATTENTION_BACKEND='auto'")
-            fa3_error = f"FA3 unavailable ({type(e).__name__}), "
-    else:
-        fa3_error = ""
-    if requested == "fa3":
-        raise RuntimeError("ATTENTION_BACKEND='fa3' needs a Hopper (sm_90) GPU; set ATTENTION_BACKEND='auto'")
-    windowed = any(w < seq_len - 1 for w in windows)
-    if requested == "flex" or (requested == "auto" and cap and cap >= (8, 0) and compiled and windowed):
-        if not (device.type == "cuda" and compiled):
-            raise RuntimeError("ATTENTION_BACKEND='flex' needs CUDA and torch.compile; set 'auto' or 'sdpa'")
-        return "flex", None, fa3_error + "sliding windows via FlexAttention"
-    return "sdpa", None, fa3_error + ("SDPA with a window mask" if windowed else "SDPA causal")
-
-
-_mask_cache = {}
-
-
-def window_mask(T, window, device):
-    """Boolean (T, T) mask, True where query i may attend key j: 0 <= i - j <= window."""
-    key = (T, window, str(device))
-    if key not in _mask_cache:
-        i = torch.arange(T, device=device)
-        d = i[:, None] - i[None, :]
-        _mask_cache[key] = (d >= 0) & (d <= window)
-    return _mask_cache[key]
-
-
-_block_masks = {}
-
-
-def flex_block_mask(T, window, device):
-    from torch.nn.attention.flex_attention import create_block_mask
-    key = (T, window, str(device))
-    if key not in _block_masks:
-        def sliding(b, h, q, kv):
-            return (q >= kv) & (q - kv <= window)
-        _block_masks[key] = create_block_mask(sliding, None, None, T, T, device=device)
-    return _block_masks[key]
-
-
-def attention(q, k, v, window, backend, fa3=None):
-    """Causal attention where query i sees keys i-window..i. q, k, v: (B, T, H, D)."""
-    T = q.size(1)
-    if backend == "fa3":
-        y = fa3.flash_attn_func(q, k, v, causal=True, window_size=(window if window < T - 1 else -1, 0))
-        return y[0] if isinstance(y, tuple) else y
-    q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
-    if window >= T - 1:   # full causal: SDPA picks its flash kernel where it has one
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-    elif backend == "flex":
-        from torch.nn.attention.flex_attention import flex_attention
-        y = flex_attention(q, k, v, block_mask=flex_block_mask(T, window, q.device))
-    else:
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=window_mask(T, window, q.device))
-    return y.transpose(1, 2)
 
 
 # ---------------------------------------------------------------------------
@@ -234,7 +111,7 @@ class CausalSelfAttention(nn.Module):
         self.ve_gate = (nn.Linear(self.gate_channels, self.n_head, bias=False)
                         if has_value_embedding(layer, config.n_layer) else None)
 
-    def forward(self, x, ve, rope, window, backend, fa3):
+    def forward(self, x, ve, rope, window):
         B, T, C = x.shape
         q = self.c_q(x).view(B, T, self.n_head, self.head_dim)
         k = self.c_k(x).view(B, T, self.n_head, self.head_dim)
@@ -244,7 +121,7 @@ class CausalSelfAttention(nn.Module):
             gate = 2 * torch.sigmoid(self.ve_gate(x[..., :self.gate_channels]))
             v = v + gate.unsqueeze(-1) * ve.view(B, T, self.n_head, self.head_dim)
         q, k = norm(apply_rotary(q, *rope)), norm(apply_rotary(k, *rope))
-        y = attention(q.to(dtype), k.to(dtype), v.to(dtype), window, backend, fa3)
+        y = attention(q.to(dtype), k.to(dtype), v.to(dtype), window)
         return self.c_proj(y.reshape(B, T, C))
 
 
@@ -264,8 +141,8 @@ class Block(nn.Module):
         self.attn = CausalSelfAttention(config, layer)
         self.mlp = MLP(config)
 
-    def forward(self, x, ve, rope, window, backend, fa3):
-        x = x + self.attn(norm(x), ve, rope, window, backend, fa3)
+    def forward(self, x, ve, rope, window):
+        x = x + self.attn(norm(x), ve, rope, window)
         return x + self.mlp(norm(x))
 
 
@@ -284,7 +161,7 @@ class GPT(nn.Module):
         self.register_buffer("rope_cos", cos, persistent=False)
         self.register_buffer("rope_sin", sin, persistent=False)
         self.windows = self.layer_windows(config)
-        self.backend, self.fa3, self.checkpointing = "sdpa", None, False
+        self.checkpointing = False
 
     @staticmethod
     def layer_windows(config):
@@ -316,6 +193,7 @@ class GPT(nn.Module):
         self.x0_lambdas.fill_(0.1)
 
     def forward(self, idx, targets=None, reduction="mean"):
+        """Logits (B, T, vocab) for idx (B, T); with targets, the training loss instead."""
         T = idx.size(1)
         rope = (self.rope_cos[:, :T], self.rope_sin[:, :T])
         x = norm(self.wte(idx))
@@ -323,7 +201,7 @@ class GPT(nn.Module):
         for i, block in enumerate(self.blocks):
             x = self.resid_lambdas[i] * x + self.x0_lambdas[i] * x0
             ve = self.value_embeds[str(i)](idx) if str(i) in self.value_embeds else None
-            args = (x, ve, rope, self.windows[i], self.backend, self.fa3)
+            args = (x, ve, rope, self.windows[i])
             if self.checkpointing and self.training:
                 x = torch.utils.checkpoint.checkpoint(block, *args, use_reentrant=False)
             else:
@@ -376,25 +254,61 @@ POLAR_EXPRESS = [
 ]
 
 
-def orthogonalize(G):
-    """Approximate the orthogonal polar factor U V^T of each matrix in a (..., m, n) stack."""
-    X = G.bfloat16() if G.is_cuda else G.float()
-    tall = X.size(-2) > X.size(-1)
-    if tall:
-        X = X.mT
+def orthogonalize(X, tall):
+    """Approximate the orthogonal polar factor U V^T of each matrix in a (..., m, n) stack, normalised."""
     X = X / (X.norm(dim=(-2, -1), keepdim=True) * 1.02 + 1e-6)
     for a, b, c in POLAR_EXPRESS:
-        A = X @ X.mT
-        X = a * X + (b * A + c * (A @ A)) @ X
-    return (X.mT if tall else X).to(G.dtype)
+        if tall:   # work with the smaller Gram matrix
+            A = X.mT @ X
+            X = a * X + X @ (b * A + c * (A @ A))
+        else:
+            A = X @ X.mT
+            X = a * X + (b * A + c * (A @ A)) @ X
+    return X
+
+
+def adamw_step(p, grad, exp_avg, exp_avg_sq, step, lr, beta1, beta2, eps, wd):
+    p.mul_(1 - lr * wd)
+    exp_avg.lerp_(grad, 1 - beta1)
+    exp_avg_sq.lerp_(grad.square(), 1 - beta2)
+    denom = (exp_avg_sq / (1 - beta2 ** step)).sqrt() + eps
+    p.add_(exp_avg / denom, alpha=-(lr / (1 - beta1 ** step)))
+
+
+def muon_step(grads, params, momentum_buffer, second_buffer, momentum, lr, wd, beta2, red_dim, ns_dtype):
+    """Nesterov momentum, Polar Express orthogonalisation, NorMuon variance reduction along the
+    larger dimension, then the update with cautious weight decay at the aspect-scaled lr."""
+    momentum = momentum.to(grads.dtype)
+    momentum_buffer.lerp_(grads, 1 - momentum)
+    g = grads.lerp_(momentum_buffer, momentum)
+    g = orthogonalize(g.to(ns_dtype), tall=g.size(-2) > g.size(-1))
+    beta2 = beta2.to(g.dtype)
+    v_mean = g.float().square().mean(dim=red_dim, keepdim=True)
+    red_size = g.size(red_dim)
+    v_norm = (v_mean.sum(dim=(-2, -1), keepdim=True) * red_size).sqrt()
+    second_buffer.lerp_(v_mean.to(second_buffer.dtype), 1 - beta2)
+    step_size = second_buffer.clamp_min(1e-10).rsqrt()
+    v_norm_new = ((v_mean * red_size) * step_size.float().square()).sum(dim=(-2, -1), keepdim=True).sqrt()
+    g = g * (step_size * (v_norm / v_norm_new.clamp_min(1e-10))).to(g.dtype)
+    lr, wd = lr.to(g.dtype), wd.to(g.dtype)
+    mask = (g * params) >= 0     # cautious: decay only where the update agrees with shrinking
+    params.sub_(lr * g + lr * wd * params * mask)
 
 
 class MuonAdamW(torch.optim.Optimizer):
-    def __init__(self, groups):
+    """Muon for the block matrices (stacked by shape), AdamW for the rest. Hyperparameters are fed
+    to the fused steps as 0-d CPU tensors, so a changed value never recompiles them."""
+
+    def __init__(self, groups, compiled=False, ns_dtype=torch.float32):
         defaults = dict(lr=0.0, betas=ADAM_BETAS, eps=1e-10, weight_decay=0.0, momentum=0.95, beta2=0.95)
         super().__init__(groups, defaults)
         for g in self.param_groups:
             g["initial_lr"] = g["lr"]
+        self.ns_dtype = ns_dtype
+        # karpathy compiles both steps (fullgraph); eager where torch.compile is off (CPU, MPS, old GPUs).
+        self.adamw_fn = torch.compile(adamw_step, dynamic=False, fullgraph=True) if compiled else adamw_step
+        self.muon_fn = torch.compile(muon_step, dynamic=False, fullgraph=True) if compiled else muon_step
+        self.t = {k: torch.tensor(0.0) for k in ("step", "lr", "b1", "b2", "eps", "wd", "mom", "mlr", "mwd", "mb2")}
 
     @torch.no_grad()
     def step(self):
@@ -405,44 +319,44 @@ class MuonAdamW(torch.optim.Optimizer):
                 self._adamw(group)
 
     def _adamw(self, group):
-        beta1, beta2 = group["betas"]
+        t = self.t
         for p in group["params"]:
             if p.grad is None:
                 continue
             st = self.state[p]
             if not st:
-                st["t"], st["m"], st["v"] = 0, torch.zeros_like(p), torch.zeros_like(p)
-            st["t"] += 1
-            st["m"].lerp_(p.grad, 1 - beta1)
-            st["v"].lerp_(p.grad.square(), 1 - beta2)
-            denom = (st["v"] / (1 - beta2 ** st["t"])).sqrt_().add_(group["eps"])
-            p.mul_(1 - group["lr"] * group["weight_decay"])
-            p.addcdiv_(st["m"], denom, value=-group["lr"] / (1 - beta1 ** st["t"]))
+                st["step"], st["exp_avg"], st["exp_avg_sq"] = 0, torch.zeros_like(p), torch.zeros_like(p)
+            st["step"] += 1
+            t["step"].fill_(st["step"])
+            t["lr"].fill_(group["lr"])
+            t["b1"].fill_(group["betas"][0])
+            t["b2"].fill_(group["betas"][1])
+            t["eps"].fill_(group["eps"])
+            t["wd"].fill_(group["weight_decay"])
+            self.adamw_fn(p, p.grad, st["exp_avg"], st["exp_avg_sq"], t["step"], t["lr"], t["b1"], t["b2"],
+                          t["eps"], t["wd"])
 
     def _muon(self, group):
         params = [p for p in group["params"] if p.grad is not None]
         if not params:
             return
+        rows, cols = params[0].shape[-2:]
         st = self.state[params[0]]
-        grads = torch.stack([p.grad for p in params])
-        if "momentum" not in st:
-            st["momentum"] = torch.zeros_like(grads)
-            st["second"] = torch.zeros(grads.shape[:-1] + (1,), device=grads.device, dtype=torch.float32)
-        m = group["momentum"]
-        st["momentum"].lerp_(grads, 1 - m)
-        update = orthogonalize(grads.lerp(st["momentum"], m)).float()   # Nesterov momentum
-        # NorMuon: equalise the update's per-neuron (row) scale, keep its overall norm.
-        st["second"].lerp_(update.square().mean(-1, keepdim=True), 1 - group["beta2"])
-        before = update.norm(dim=(-2, -1), keepdim=True)
-        update = update / (st["second"].sqrt() + 1e-10)
-        update = update * (before / (update.norm(dim=(-2, -1), keepdim=True) + 1e-10))
-        rows, cols = grads.shape[-2:]
-        lr = group["lr"] * max(1.0, rows / cols) ** 0.5
-        stacked = torch.stack(params).float()
-        # Cautious weight decay: only where the update pushes the weight towards zero anyway.
-        decay = (update * stacked > 0).float() * stacked
-        stacked.sub_(group["lr"] * group["weight_decay"] * decay).sub_(lr * update)
-        torch._foreach_copy_(params, list(stacked.to(params[0].dtype).unbind(0)))
+        if "momentum_buffer" not in st:
+            st["momentum_buffer"] = torch.zeros(len(params), rows, cols, dtype=params[0].dtype, device=params[0].device)
+            # NorMuon's statistics along the larger dimension (one per row of a tall matrix, per column of a wide one)
+            shape = (len(params), rows, 1) if rows >= cols else (len(params), 1, cols)
+            st["second_buffer"] = torch.zeros(shape, dtype=params[0].dtype, device=params[0].device)
+        red_dim = -1 if rows >= cols else -2
+        stacked_params = torch.stack(params)
+        t = self.t
+        t["mom"].fill_(group["momentum"])
+        t["mb2"].fill_(group["beta2"])
+        t["mlr"].fill_(group["lr"] * max(1.0, rows / cols) ** 0.5)
+        t["mwd"].fill_(group["weight_decay"])
+        self.muon_fn(torch.stack([p.grad for p in params]), stacked_params, st["momentum_buffer"],
+                     st["second_buffer"], t["mom"], t["mlr"], t["mwd"], t["mb2"], red_dim, self.ns_dtype)
+        torch._foreach_copy_(params, list(stacked_params.unbind(0)))
 
 
 def lr_multiplier(progress):
@@ -460,143 +374,61 @@ def muon_momentum(step):
 
 
 # ---------------------------------------------------------------------------
-# Telemetry: memory, GPU power and energy (NVML when available)
-# ---------------------------------------------------------------------------
-
-
-class Telemetry:
-    def __init__(self, device):
-        self.device, self.nvml, self.energy0, self.mps_peak = device, None, None, 0.0
-        if device.type == "cuda":
-            with contextlib.suppress(Exception):
-                import pynvml
-                pynvml.nvmlInit()
-                self.nvml = pynvml
-                self.handle = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
-                with contextlib.suppress(Exception):
-                    self.energy0 = pynvml.nvmlDeviceGetTotalEnergyConsumption(self.handle)
-
-    def peak_mb(self):
-        if self.device.type == "cuda":
-            return torch.cuda.max_memory_allocated() / 2**20
-        if self.device.type == "mps":
-            self.mps_peak = max(self.mps_peak, torch.mps.driver_allocated_memory() / 2**20)
-            return self.mps_peak
-        if resource is None:
-            return 0.0
-        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        return rss / 2**20 if sys.platform == "darwin" else rss / 1024   # bytes on macOS, KiB on Linux
-
-    def power(self):
-        out = {}
-        if self.nvml:
-            with contextlib.suppress(Exception):
-                out["power_w"] = self.nvml.nvmlDeviceGetPowerUsage(self.handle) / 1000
-            if self.energy0 is not None:
-                with contextlib.suppress(Exception):
-                    out["energy_j"] = (self.nvml.nvmlDeviceGetTotalEnergyConsumption(self.handle) - self.energy0) / 1000
-        return out
-
-
-def sync(device):
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    elif device.type == "mps":
-        torch.mps.synchronize()
-
-
-# ---------------------------------------------------------------------------
-# Sampling (after the eval, outside the budget)
-# ---------------------------------------------------------------------------
-
-
-@torch.no_grad()
-def generate(model, tokenizer, prompt, n_tokens, temperature=0.8, seed=SEED):
-    gen = torch.Generator().manual_seed(seed)
-    device = next(model.parameters()).device
-    ids = tokenizer.encode(prompt, prepend=tokenizer.get_bos_token_id())
-    for _ in range(n_tokens):
-        context = torch.tensor([ids[-MAX_SEQ_LEN:]], device=device)
-        logits = model(context)[0, -1].float().cpu()
-        probs = torch.softmax(logits / temperature, dim=-1)
-        ids.append(int(torch.multinomial(probs, 1, generator=gen)))
-    return tokenizer.decode(ids[1:])
-
-
-# ---------------------------------------------------------------------------
 # Training
 # ---------------------------------------------------------------------------
 
 
-def main():
-    t_start = time.time()
-    torch.manual_seed(SEED)
-    device = pick_device()
-    dtype = pick_dtype(device)
-    autocast = (torch.autocast(device.type, dtype=dtype) if dtype != torch.float32 else contextlib.nullcontext())
-    if device.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
-    compiled = pick_compile(device)
-
-    tokenizer = Tokenizer.from_directory()
+def build_model(device, vocab_size):
     model_dim = -(-DEPTH * ASPECT_RATIO // HEAD_DIM) * HEAD_DIM
-    config = GPTConfig(sequence_len=MAX_SEQ_LEN, vocab_size=tokenizer.get_vocab_size(), n_layer=DEPTH,
+    config = GPTConfig(sequence_len=MAX_SEQ_LEN, vocab_size=vocab_size, n_layer=DEPTH,
                        n_head=model_dim // HEAD_DIM, n_embd=model_dim, window_pattern=WINDOW_PATTERN)
     with torch.device("meta"):
         model = GPT(config)
     model = model.to_empty(device=device)
     model.rope_cos, model.rope_sin = (t.to(device) for t in rotary_tables(config.sequence_len * 2, HEAD_DIM))
     model.init_weights()
-    model.backend, model.fa3, reason = pick_attention(device, compiled, model.windows, MAX_SEQ_LEN)
+    if device.type == "cuda":   # as karpathy: bf16 embedding tables (less memory, same quality)
+        model.wte.to(dtype=torch.bfloat16)
+        for emb in model.value_embeds.values():
+            emb.to(dtype=torch.bfloat16)
     model.checkpointing = GRAD_CHECKPOINTING
-    num_params = sum(p.numel() for p in model.parameters())
-    flops_per_token = model.flops_per_token()
-    kind, name, _ = prepare.accelerator()
-    peak = prepare.peak_flops(name, dtype)
+    return model, config
 
+
+def main():
+    torch.manual_seed(SEED)
+    windowed = WINDOW_PATTERN.upper().count("S") > 0 and DEPTH > 1
+    machine = harness.setup(windowed, attention=ATTENTION_BACKEND, dtype=DTYPE, compile=COMPILE)
+    device = machine.device
+    tokenizer = Tokenizer.from_directory()
+    model, config = build_model(device, tokenizer.get_vocab_size())
+    num_params = sum(p.numel() for p in model.parameters())
     tokens_per_fwdbwd = DEVICE_BATCH_SIZE * MAX_SEQ_LEN
     if TOTAL_BATCH_SIZE % tokens_per_fwdbwd:
-        sys.exit(f"FAIL: TOTAL_BATCH_SIZE={TOTAL_BATCH_SIZE} is not a multiple of DEVICE_BATCH_SIZE*MAX_SEQ_LEN="
-                 f"{tokens_per_fwdbwd}; change one of them")
+        raise harness.HarnessError(f"TOTAL_BATCH_SIZE={TOTAL_BATCH_SIZE} is not a multiple of "
+                                   f"DEVICE_BATCH_SIZE*MAX_SEQ_LEN={tokens_per_fwdbwd}; change one of them")
     grad_accum = TOTAL_BATCH_SIZE // tokens_per_fwdbwd
-    optimizer = MuonAdamW(model.param_groups())
-    scaler = torch.amp.GradScaler(device.type) if dtype == torch.float16 else None
-    if compiled:
-        if COMPILE == "auto":   # a compiler failure falls back to eager instead of crashing the run
-            torch._dynamo.config.suppress_errors = True
-        if model.backend == "flex":   # build the block masks outside the compiled graph
-            for w in set(model.windows):
-                if w < MAX_SEQ_LEN - 1:
-                    flex_block_mask(MAX_SEQ_LEN, w, device)
-    train_model = torch.compile(model, dynamic=False) if compiled else model
+    optimizer = MuonAdamW(model.param_groups(), compiled=machine.compiled, ns_dtype=harness.muon_dtype(device))
+    scaler = torch.amp.GradScaler(device.type) if machine.dtype == torch.float16 else None
+    train_model = harness.compile_model(model, machine)
+    recorder = harness.Recorder(machine, model, TOTAL_BATCH_SIZE, model.flops_per_token(), DEVICE_BATCH_SIZE)
 
-    print(f"Device: {kind} {name} | dtype: {str(dtype).replace('torch.', '')} | attention: {model.backend} "
-          f"({reason}) | compile: {compiled}")
-    print(f"Model: {num_params / 1e6:.1f}M params, depth {DEPTH}, width {model_dim}, windows {model.windows}")
+    print(machine.describe())
+    print(f"Model: {num_params / 1e6:.1f}M params, depth {DEPTH}, width {config.n_embd}, windows {model.windows}")
     print(f"Batch: {TOTAL_BATCH_SIZE:,} tokens/step = {DEVICE_BATCH_SIZE} x {MAX_SEQ_LEN} x {grad_accum} accum | "
-          f"budget {TIME_BUDGET}s | profile {prepare.PROFILE} | fingerprint {prepare.settings_fingerprint()}")
-    if (prepare.MANIFEST or {}).get("synthetic"):
-        print("Data: SYNTHETIC (demo/tests); val_bpb is not comparable to real text")
-
-    run_dir = os.environ.get("AUTORESEARCH_RUN_DIR")
-    steps_path = os.environ.get("AUTORESEARCH_STEPS_FILE")
-    steps_file = open(steps_path, "a") if steps_path else None
-    telemetry = Telemetry(device)
-    loader = make_dataloader(tokenizer, DEVICE_BATCH_SIZE, MAX_SEQ_LEN, "train", device=device)
+          f"budget {TIME_BUDGET}s | {harness.describe_data()}")
+    loader = harness.train_batches(DEVICE_BATCH_SIZE, device)
     x, y, epoch = next(loader)
 
-    clock = prepare.budget_clock()    # wall-clock seconds (CPU seconds under the smoke profile)
-    excluded = 10                     # warm-up steps (compilation, allocator) are not timed
-    smooth_loss, training_time, timed_tokens, step = 0.0, 0.0, 0, 0
-    tty = sys.stdout.isatty()
-    last_print = -1.0
+    clock = budget_clock()   # wall-clock seconds (CPU seconds under the smoke profile)
+    smooth_loss, training_time, timed_steps, step = 0.0, 0.0, 0, 0
     while True:
-        sync(device)
+        harness.sync(device)
         t0, c0 = time.time(), clock()
         for _ in range(grad_accum):
-            with autocast:
+            with machine.autocast():
                 loss = train_model(x, y)
+            train_loss = loss.detach()
             (scaler.scale(loss / grad_accum) if scaler else loss / grad_accum).backward()
             x, y, epoch = next(loader)
         progress = min(training_time / TIME_BUDGET, 1.0)
@@ -607,105 +439,28 @@ def main():
                 group["momentum"] = muon_momentum(step)
                 group["weight_decay"] = WEIGHT_DECAY * (1 - progress)
         if scaler:
-            scaler.unscale_(optimizer)
-        grads = [p.grad for p in model.parameters() if p.grad is not None]
-        grad_norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads))).item()
-        if scaler:
-            scaler.step(optimizer)
+            scaler.step(optimizer)   # unscales first; skips the step on inf/nan gradients
             scaler.update()
         else:
             optimizer.step()
         model.zero_grad(set_to_none=True)
-        loss_f = loss.item()
+        loss_f = train_loss.item()   # the one host sync per step: the logged loss
         if not math.isfinite(loss_f) or loss_f > 100:
-            print(f"\nFAIL: training loss is {loss_f} at step {step}; the run diverged")
-            sys.exit(1)
-        sync(device)
+            raise harness.HarnessError(f"training loss is {loss_f} at step {step}; the run diverged")
+        harness.sync(device)
         dt = time.time() - t0
-        if step >= excluded:
+        if step >= harness.WARMUP_STEPS:   # warm-up steps (compilation, allocator) are not timed
             training_time += clock() - c0
-            timed_tokens += TOTAL_BATCH_SIZE
+            timed_steps += 1
         smooth_loss = 0.9 * smooth_loss + 0.1 * loss_f
-        loss_shown = smooth_loss / (1 - 0.9 ** (step + 1))   # bias-corrected EMA
-        tok_per_s = TOTAL_BATCH_SIZE / dt
-        mfu = 100 * flops_per_token * tok_per_s / peak if peak else None
-        mem = telemetry.peak_mb()
-        if steps_file:
-            record = {"step": step, "progress": round(progress, 5), "elapsed_s": round(training_time, 3),
-                      "loss": round(loss_shown, 6), "lr_mult": round(lrm, 5), "grad_norm": round(grad_norm, 5),
-                      "tok_per_s": round(tok_per_s, 1), "mfu": None if mfu is None else round(mfu, 3),
-                      "mem_mb": round(mem, 1), **telemetry.power()}
-            steps_file.write(json.dumps(record) + "\n")
-            steps_file.flush()
-        line = (f"step {step:05d} ({100 * progress:.1f}%) | loss: {loss_shown:.6f} | lrm: {lrm:.2f} | "
-                f"dt: {dt * 1000:.0f}ms | tok/sec: {tok_per_s:,.0f} | mfu: {mfu or 0:.1f}% | epoch: {epoch} | "
-                f"remaining: {max(0, TIME_BUDGET - training_time):.0f}s")
-        if tty:
-            print("\r" + line + "    ", end="", flush=True)
-        elif progress - last_print >= 0.05 or step < 3:   # logs: one line per 5% of the budget
-            print(line, flush=True)
-            last_print = progress
+        recorder.step(step, progress, training_time, smooth_loss / (1 - 0.9 ** (step + 1)), lrm, dt, epoch=epoch)
         if step == 0:   # Python's GC causes long stalls; nothing cyclic is created after this
-            gc.collect()
-            gc.freeze()
-            gc.disable()
+            harness.freeze_gc()
         step += 1
-        if step > excluded and training_time >= TIME_BUDGET:
+        if step > harness.WARMUP_STEPS and training_time >= TIME_BUDGET:
             break
-    if tty:
-        print()
-    if steps_file:
-        steps_file.close()
-
-    # Evaluation: the fixed metric (with its causality probe), then a sample, both outside the budget.
-    model.eval()
-    model.checkpointing = False
-    with autocast:
-        val_bpb = evaluate_bpb(train_model, tokenizer, DEVICE_BATCH_SIZE)
-    if not math.isfinite(val_bpb):
-        print(f"FAIL: val_bpb is {val_bpb}")
-        sys.exit(1)
-    backend = model.backend
-    model.backend = "sdpa" if backend == "flex" else backend   # any length, no recompilation
-    with autocast:
-        samples = [generate(model, tokenizer, p, SAMPLE_TOKENS) for p in SAMPLE_PROMPTS]
-    model.backend = backend
-    sample_text = "\n\n".join(f"[{i}] {s}" for i, s in enumerate(samples))
-    print("Sample (after training, outside the budget):\n" + sample_text)
-
-    t_end = time.time()
-    mfu_percent = 100 * flops_per_token * timed_tokens / training_time / peak if peak and training_time else 0.0
-    summary = {
-        "val_bpb": val_bpb, "training_seconds": training_time, "total_seconds": t_end - t_start,
-        "peak_vram_mb": telemetry.peak_mb(), "mfu_percent": mfu_percent, "total_tokens_M": step * TOTAL_BATCH_SIZE / 1e6,
-        "num_steps": step, "num_params_M": num_params / 1e6, "depth": DEPTH,
-    }
-    print("---")
-    print(f"val_bpb:          {summary['val_bpb']:.6f}")
-    print(f"training_seconds: {summary['training_seconds']:.1f}")
-    print(f"total_seconds:    {summary['total_seconds']:.1f}")
-    print(f"peak_vram_mb:     {summary['peak_vram_mb']:.1f}")
-    print(f"mfu_percent:      {summary['mfu_percent']:.2f}")
-    print(f"total_tokens_M:   {summary['total_tokens_M']:.1f}")
-    print(f"num_steps:        {summary['num_steps']}")
-    print(f"num_params_M:     {summary['num_params_M']:.1f}")
-    print(f"depth:            {summary['depth']}")
-    print(f"profile:          {prepare.PROFILE}")
-    print(f"overrides:        {','.join(f'{k}={v}' for k, v in prepare.OVERRIDES.items()) or 'none'}")
-    print(f"fingerprint:      {prepare.PROFILE}-{prepare.settings_fingerprint()}")
-    if run_dir:
-        info = {"device": f"{kind} {name}", "dtype": str(dtype).replace("torch.", ""), "attention": model.backend,
-                "compile": compiled, "mfu_peak_known": bool(peak), "config": asdict(config)}
-        summary.update(settings=prepare.settings(), fingerprint=prepare.settings_fingerprint(), run=info)
-        with open(os.path.join(run_dir, "summary.json"), "w") as f:
-            json.dump(summary, f, indent=1)
-        with open(os.path.join(run_dir, "sample.txt"), "w") as f:
-            f.write(sample_text + "\n")
+    recorder.finish(model, asdict(config), training_time, step, timed_steps, depth=DEPTH)
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except (prepare.PrepareError, prepare.CausalityError) as e:
-        print(f"FAIL: {e}")
-        sys.exit(1)
+    harness.run_main(main)

@@ -2,11 +2,14 @@
 # Installs what the browser and plugin tests drive for real:
 #   - Debian's chromium (headless) for the report tests,
 #   - the Claude Code CLI, pinned, into .tools/ for the plugin tests,
+#   - uv, pinned, into .tools/uv/ for the ML template's uv route (uv sync + uv run),
 #   - tmux, which `autoresearch night` starts itself in (tests/plugin/test_plugin_night.py).
 # Tests that need them skip when they are missing, unless AUTORESEARCH_REQUIRE_ALL=1 (CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CLAUDE_CODE_VERSION="${CLAUDE_CODE_VERSION:-2.1.332}"
+UV_VERSION="${UV_VERSION:-0.13.9}"
+PYTHON="${PYTHON:-python3}"
 
 if ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -31,4 +34,8 @@ if [ ! -x .tools/node_modules/.bin/claude ] || \
   mkdir -p .tools
   npm install --silent --no-audit --no-fund --prefix .tools "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" >/dev/null
 fi
-echo "install-test-tools: chromium $(chromium --version 2>/dev/null | awk '{print $2}'), claude $(.tools/node_modules/.bin/claude --version 2>/dev/null), $(tmux -V 2>/dev/null)"
+if [ ! -x .tools/uv/bin/uv ] || [ "$(.tools/uv/bin/uv --version 2>/dev/null | cut -d' ' -f2)" != "$UV_VERSION" ]; then
+  rm -rf .tools/uv
+  "$PYTHON" -m pip install -q --disable-pip-version-check --target .tools/uv "uv==$UV_VERSION"
+fi
+echo "install-test-tools: chromium $(chromium --version 2>/dev/null | awk '{print $2}'), claude $(.tools/node_modules/.bin/claude --version 2>/dev/null), $(tmux -V 2>/dev/null), $(.tools/uv/bin/uv --version 2>/dev/null)"

@@ -11,6 +11,7 @@ level (heavy optional imports go inside functions).
 """
 
 import argparse
+import errno
 import importlib
 import json
 import os
@@ -121,6 +122,10 @@ def _main(argv, as_json):
         print(f"autoresearch: {exc}", file=sys.stderr)
         return _fail(as_json, EXIT_USAGE, "usage", str(exc))
     except Failed as exc:
+        storage = storage_problem(exc)
+        if storage:
+            print(f"autoresearch: refused: {storage}", file=sys.stderr)
+            return _fail(as_json, EXIT_REFUSED, "refused", storage)
         print(f"autoresearch: failed: {exc}", file=sys.stderr)
         return _fail(as_json, 1, "failed", str(exc))
     except KeyboardInterrupt:
@@ -132,12 +137,37 @@ def _main(argv, as_json):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     except Exception as exc:  # noqa: BLE001 - a bug must not print a traceback at the agent
+        storage = storage_problem(exc)
+        if storage:
+            print(f"autoresearch: refused: {storage}", file=sys.stderr)
+            return _fail(as_json, EXIT_REFUSED, "refused", storage)
         # The log is append-only and a run in progress leaves current.json, which the next
         # engine call records as a crash: nothing is lost by stopping here.
         message = (f"internal error: {type(exc).__name__}: {_one_line(exc)}; please report this "
                    "(with the command) at the autoresearch issue tracker")
         print(f"autoresearch: {message}", file=sys.stderr)
         return _fail(as_json, 1, "internal", message)
+
+
+STORAGE_ERRNOS = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is used up",
+                  errno.EROFS: "the file system is read-only", errno.EFBIG: "a file size limit was reached",
+                  errno.EACCES: "permission denied", errno.EPERM: "the operation is not permitted"}
+STORAGE_WORDS = {"No space left on device": "the disk is full", "Read-only file system": "the file system is read-only",
+                 "Disk quota exceeded": "the disk quota is used up", "Permission denied": "permission denied",
+                 "Operation not permitted": "the operation is not permitted"}
+
+
+def storage_problem(exc):
+    """A one-line refusal for a full disk or a file the engine may not write (None otherwise):
+    these are the machine's state, not an engine bug, and nothing was lost by stopping."""
+    why = STORAGE_ERRNOS.get(getattr(exc, "errno", None)) if isinstance(exc, OSError) else None
+    if why is None and isinstance(exc, Failed):
+        why = next((v for k, v in STORAGE_WORDS.items() if k in str(exc)), None)
+    if why is None:
+        return None
+    where = f" writing {exc.filename}" if getattr(exc, "filename", None) else ""
+    return (f"{why}{where} ({_one_line(exc)}); free space or fix the permissions, then run the command again "
+            "(a finished result waits in .git/autoresearch/pending/ and is appended then)")
 
 
 def _check_text(argv):

@@ -18,7 +18,8 @@ import signal
 import sys
 from dataclasses import dataclass, field
 
-from autoresearch import cli, decide, earlyabort, gitops, log, logcache, output, recovery, research, state
+from autoresearch import (cli, decide, earlyabort, gitops, integrity, log, logcache, output, preflight, recovery,
+                          research, state, workspace)
 from autoresearch.errors import Interrupted
 from autoresearch.files import write_atomic
 from autoresearch.measure import measure, run_env
@@ -75,6 +76,7 @@ def cmd_run(args):
     try:
         records, config, runs, segment = research.load(repo, warn=output.warn)
         research.require_config(config)
+        preflight.check(repo, config)
         if recovery.recover(repo, records, runs, segment, output.warn):
             records, config, runs, segment = research.load(repo, warn=lambda m: None)
         plan = make_plan(repo, config, runs, request)
@@ -173,6 +175,7 @@ class Experiment:
         self.records, self.runs, self.segment = records, runs, segment
         self.request, self.echo, self.args = request, echo, args
         self.done = []          # Outcomes of this invocation
+        self.notes = []         # lines for the result (edits kept while a run was in flight)
         self.interrupted = None
 
     def execute(self, plan):
@@ -210,8 +213,6 @@ class Experiment:
             current["commit"] = commit
         gitops.set_run_ref(repo.root, run, commit)
         write_atomic(os.path.join(run_dir, "diff.patch"), gitops.diff_patch(repo.root, commit), durable=False)
-        current["phase"] = "benchmark"
-        state.write_current(repo, current)
 
         def started(pid):
             current.update(child_pid=pid, child_start=state.process_start_time(pid))
@@ -222,9 +223,24 @@ class Experiment:
             state.write_current(repo, current)
 
         self._announce(run, repeat_of, pending)
-        watcher = Watch(run_dir, self._abort_checker(repeat_of, pending))
-        m = measure(self.config, run, run_dir, repo.root, echo=self.echo, on_start=started, on_phase=phase,
-                    env=run_env(run, run_dir), watch=watcher)
+        # The run executes its own snapshot of the commit, sandboxed; the guard notes what decides.
+        ws = workspace.open_for(repo, self.config, run, commit, run_dir, run_env(run, run_dir))
+        try:
+            current.update(phase="benchmark", token=ws.token)
+            state.write_current(repo, current)
+            guard = integrity.record(repo, self.config, ws.cwd)
+            watcher = Watch(run_dir, self._abort_checker(repeat_of, pending))
+            m = measure(self.config, run, run_dir, ws.cwd, echo=self.echo, on_start=started, on_phase=phase,
+                        env=ws.env, preexec=ws.preexec, watch=watcher)
+            changes = integrity.verify(repo, guard, current, state.current_copy(repo))
+            failed = integrity.restore(repo, guard, changes, current, state.current_copy(repo), commit) \
+                if changes else []
+            return self._judge(plan, run, run_dir, commit, repeat_of, pending, m, ws, changes, failed), commit
+        finally:
+            ws.close()
+
+    def _judge(self, plan, run, run_dir, commit, repeat_of, pending, m, ws, changes, failed):
+        repo = self.repo
         for w in m.warnings:
             output.warn(f"run {run}: {w}")
         if m.interrupted is not None:
@@ -232,11 +248,14 @@ class Experiment:
         prior = self.runs + ([log.Run.from_json(dict(pending.to_json(), status="discard"))] if pending else [])
         template = log.Run(run=run, commit=gitops.short(commit), description=self.request.description,
                            timestamp=now_ms(), segment=self.segment, asi=self.request.asi,
-                           run_dir=repo.rel(run_dir), ref=f"{gitops.RUNS_REF}/{run}",
-                           scope_hash=plan.scope_hash, scope_lines=plan.scope_lines, repeat_of=repeat_of)
-        verdict = judge(self.config, prior, m, template, repo.root, plan.scope_lines,
+                           run_dir=repo.rel(run_dir), ref=f"{gitops.runs_ref(repo.root)}/{run}",
+                           scope_hash=plan.scope_hash, scope_lines=plan.scope_lines, repeat_of=repeat_of,
+                           sandbox=workspace.sandbox_name(ws), output_cut_bytes=m.output_cut or None)
+        verdict = judge(self.config, prior, m, template, ws.cwd, plan.scope_lines,
                         confirmed=pending is not None)
-        return verdict, commit
+        if changes:
+            integrity.mark_tampered(verdict, changes, failed)
+        return verdict
 
     def _abort_checker(self, repeat_of, pending):
         """The early-abort check for a candidate (never for a baseline, a repeat or a confirmation),
@@ -294,7 +313,8 @@ class Experiment:
         self._record(second_verdict)
 
     def _record(self, verdict):
-        record(self.repo, verdict.record, self.runs, (state.read_current(self.repo) or {}).get("base"))
+        record(self.repo, verdict.record, self.runs, (state.read_current(self.repo) or {}).get("base"),
+               notes=self.notes)
         self.records.append(verdict.record)
         self.done.append(Outcome(verdict.record, verdict.tail, verdict.tail_of, verdict.diagnosis_line,
                                  verdict.metric_hint))
@@ -331,6 +351,7 @@ class Experiment:
         if noise["source"] == "repeats":
             lines.append(f"noise: threshold {noise['threshold']:.4g} (MAD {noise['mad']:.4g} "
                          f"from {noise['samples']} repeated measurements)")
+        lines.extend(self.notes)
         hint = next((o.metric_hint for o in reversed(self.done) if o.metric_hint), None)
         if self.interrupted is not None:
             lines.append(f"interrupted by {self.interrupted}: recorded, HEAD at the best commit")

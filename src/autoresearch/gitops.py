@@ -118,18 +118,82 @@ def reset_hard(repo, commit):
     git(repo, "reset", "-q", "--hard", commit)
 
 
+def branch_ref(repo):
+    """"refs/heads/NAME" of the checked-out branch, or None on a detached HEAD (read from the
+    HEAD file itself when it can be: no git process)."""
+    from autoresearch import chain
+    folder = chain.git_dir(repo)
+    if folder:
+        try:
+            with open(os.path.join(folder, "HEAD"), encoding="utf-8") as f:
+                text = f.read().strip()
+            return text[len("ref:"):].strip() if text.startswith("ref:") else None
+        except OSError:
+            pass
+    return git(repo, "symbolic-ref", "-q", "HEAD", check=False)
+
+
+def runs_ref(repo):
+    """Where run N's ref lives. Refs are shared by every worktree of a repository, logs are
+    not: the main work tree keeps refs/autoresearch/runs/N, a linked worktree namespaces its
+    runs by its research branch, refs/autoresearch/runs/BRANCH/N, so two worktrees never
+    overwrite each other's runs (git checks a branch out in one worktree only)."""
+    if os.path.isdir(os.path.join(repo, ".git")):
+        return RUNS_REF
+    branch = branch_ref(repo)
+    if branch and branch.startswith("refs/heads/"):
+        return f"{RUNS_REF}/{branch[len('refs/heads/'):]}"
+    return RUNS_REF
+
+
 def set_run_ref(repo, run, commit):
-    git(repo, "update-ref", f"{RUNS_REF}/{run}", commit)
+    git(repo, "update-ref", f"{runs_ref(repo)}/{run}", commit)
 
 
 def run_numbers(repo):
-    """The N of every refs/autoresearch/runs/N."""
-    out = git(repo, "for-each-ref", "--format=%(refname:lstrip=3)", RUNS_REF + "/", check=False) or ""
-    return [int(n) for n in out.split() if n.isdigit()]
+    """The N of every run ref of this branch (and of the older, shared refs/autoresearch/runs/N)."""
+    spaces = {runs_ref(repo), RUNS_REF}
+    numbers = []
+    for space in spaces:
+        out = git(repo, "for-each-ref", "--format=%(refname)", space + "/", check=False) or ""
+        numbers += [int(name.rsplit("/", 1)[1]) for name in out.split()
+                    if name.rsplit("/", 1)[0] == space and name.rsplit("/", 1)[1].isdigit()]
+    return numbers
 
 
-def run_ref(repo, run):
-    return git(repo, "rev-parse", "--verify", "-q", f"{RUNS_REF}/{run}", check=False)
+def run_ref(repo, run, ref=None):
+    """Full sha of run N's commit: from the record's own `ref` when given, else this branch's
+    namespace, else the older shared one."""
+    for name in dict.fromkeys([ref, f"{runs_ref(repo)}/{run}", f"{RUNS_REF}/{run}"]):
+        if name:
+            full = git(repo, "rev-parse", "--verify", "-q", f"{name}^{{commit}}", check=False)
+            if full:
+                return full
+    return None
+
+
+def blob(repo, commit, path):
+    """The bytes of `path` in `commit`, or None."""
+    proc = subprocess.run(["git", "cat-file", "blob", f"{commit}:{path}"], cwd=repo, capture_output=True)
+    return proc.stdout if proc.returncode == 0 else None
+
+
+OPERATIONS = (("MERGE_HEAD", "a merge", "git merge --continue` or `git merge --abort"),
+              ("CHERRY_PICK_HEAD", "a cherry-pick", "git cherry-pick --continue` or `git cherry-pick --abort"),
+              ("REVERT_HEAD", "a revert", "git revert --continue` or `git revert --abort"),
+              ("rebase-merge", "a rebase", "git rebase --continue` or `git rebase --abort"),
+              ("rebase-apply", "a rebase or `git am`", "git rebase --abort` or `git am --abort"),
+              ("BISECT_LOG", "a bisect", "git bisect reset"))
+
+
+def operation_in_progress(repo):
+    """(what, how to end it) for a merge, rebase, cherry-pick, revert or bisect under way, or None."""
+    from autoresearch import chain
+    folder = chain.git_dir(repo)
+    for name, what, how in OPERATIONS:
+        if os.path.exists(os.path.join(folder, name) if folder else git_path(repo, name)):
+            return what, how
+    return None
 
 
 def commit_of_run(repo, run, commit=None):

@@ -15,9 +15,10 @@ from autoresearch.research import now_ms
 
 ML_DEFAULTS = {
     "metric": "val_bpb", "direction": "lower", "unit": "bpb", "scope": ["train.py"],
-    "fixed": ["prepare.py", "autoresearch.sh"], "command": "bash autoresearch.sh", "timeout": 900.0,
+    "fixed": ["prepare.py", "harness.py", "autoresearch.sh"], "command": "bash autoresearch.sh", "timeout": 900.0,
     "implausible_gain": decide.ML_IMPLAUSIBLE_GAIN, "name": "LLM pretraining: lower val_bpb",
 }
+ML_NOISE_RUNS = 3
 DEFAULT_TIMEOUT = 600.0
 DEFAULT_CHECKS_TIMEOUT = 300.0
 
@@ -44,6 +45,9 @@ def add_parsers(sub):
     p.add_argument("--fixed", nargs="*", metavar="PATH",
                    help="files that must not change (default: prepare.py and autoresearch.sh, if they exist)")
     p.add_argument("--timeout", type=_positive, metavar="S", help="seconds before a run is killed (default 600)")
+    p.add_argument("--output-cap", type=_non_negative, metavar="MB", default=None,
+                   help="most of a run's output kept in output.log: its head and tail, the cut marked "
+                        "(default 32; 0 = no cap)")
     p.add_argument("--checks", metavar="CMD", help="a command that must pass after a successful benchmark")
     p.add_argument("--checks-timeout", type=_positive, metavar="S", default=DEFAULT_CHECKS_TIMEOUT,
                    help="seconds the checks command may take (default %(default)s)")
@@ -57,8 +61,9 @@ def add_parsers(sub):
                    help="JSON price table for the ledger, USD per million tokens by model-id prefix "
                         "(default: Anthropic's list prices, see references/overnight.md)")
     p.add_argument("--template", choices=["ml"], help="copy the LLM pretraining template and use its defaults")
-    p.add_argument("--noise-runs", type=cli.positive_int, metavar="K", default=1,
-                   help="run the baseline K times to measure noise (default 1: no measurement)")
+    p.add_argument("--noise-runs", type=cli.positive_int, metavar="K", default=None,
+                   help="run the baseline K times to measure noise (default 1: no measurement; "
+                        f"{ML_NOISE_RUNS} with --template ml, so the keep threshold is never 0 on a real night)")
     p.add_argument("--min-delta", type=_non_negative, metavar="X", default=0.0,
                    help="smallest gain that can keep a run, in metric units (default 0)")
     p.add_argument("--noise-z", type=_positive, metavar="Z", default=decide.DEFAULT_Z,
@@ -190,8 +195,13 @@ def _settings(args, repo):
         fixed = list(args.fixed)
     else:
         # The harness files of the convention are fixed when present and not in the scope.
-        fixed = list(d.get("fixed") or [f for f in ("prepare.py", "autoresearch.sh") if _exists(repo, f)
-                                         and not research.in_scope(f, [_norm(repo, p) for p in scope])])
+        # (harness.py is part of the ML template's harness where the copy has it.)
+        if d:
+            fixed = [f for f in d["fixed"] if f != "harness.py" or _exists(repo, f)
+                     or (research.project_home() / "assets" / f).is_file()]
+        else:
+            fixed = [f for f in ("prepare.py", "autoresearch.sh") if _exists(repo, f)
+                     and not research.in_scope(f, [_norm(repo, p) for p in scope])]
     implausible = args.implausible_gain if args.implausible_gain is not None else d.get("implausible_gain")
     return {
         "metric": metric,
@@ -310,12 +320,13 @@ def _header(repo, args, s, segment):
         timeout_s=s["timeout"],
         checks=args.checks,
         checks_timeout_s=args.checks_timeout,
+        output_cap_mb=args.output_cap if args.output_cap is not None else 32,
         max_iterations=args.max_iterations,
         max_hours=args.max_hours,
         max_gpu_hours=args.max_gpu_hours,
         max_cost=args.max_cost,
         prices=s["prices"],
-        noise_runs=args.noise_runs,
+        noise_runs=args.noise_runs or (ML_NOISE_RUNS if args.template == "ml" else 1),
         rule={"min_delta": args.min_delta, "z": args.noise_z, "implausible_gain": s["implausible_gain"]},
         policies={"confirm": confirm, "simplicity": bool(args.simplicity)},
         owner_session=args.session or os.environ.get("CLAUDE_CODE_SESSION_ID") or None,
@@ -338,6 +349,8 @@ def _summary(h, copied, committed, segment):
         lines.append(f"  copied the template: {' '.join(copied)}")
     if committed:
         lines.append(f"  committed {committed[:7]}")
+    from autoresearch import sandbox
+    lines.append("  " + sandbox.describe())
     limits = [f"{h.max_iterations} runs" if h.max_iterations else None,
               f"{h.max_hours:g} h" if h.max_hours else None,
               f"{h.max_gpu_hours:g} GPU-hours" if h.max_gpu_hours else None,

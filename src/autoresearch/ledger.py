@@ -314,7 +314,8 @@ def agent_messages(repo, config, session):
 @dataclass
 class Ledger:
     agent: Usage = field(default_factory=Usage)
-    per_run: list = field(default_factory=list)   # [{run, tokens..., cost_usd, gpu_s, wall_s}]
+    per_run: list = field(default_factory=list)   # [{run, tokens..., cost_usd, gpu_s, wall_s}], on request
+    runs: int = 0
     since_last_run: Usage = field(default_factory=Usage)
     wall_seconds: float = 0.0
     gpu_seconds: float = 0.0
@@ -335,7 +336,7 @@ class Ledger:
             "gpus": self.gpus,
             "improvements": self.improvements,
             "cost_per_improvement_usd": round(cost / self.improvements, 6) if self.improvements else None,
-            "runs_per_gpu_hour": round(len(self.per_run) / gpu_h, 3) if gpu_h > 0 else None,
+            "runs_per_gpu_hour": round(self.runs / gpu_h, 3) if gpu_h > 0 else None,
             "sessions": self.sessions,
             "prices_source": self.prices_source,
         }
@@ -347,31 +348,36 @@ def gpu_count(config):
     return len(gpus) if isinstance(gpus, list) else 0
 
 
-def build(repo, config, runs, session, improvements=0):
-    """The segment's ledger: agent usage per run (the answers between the previous run's record
-    and this one's), GPU and wall time, and the totals. `improvements`: the kept runs after the
-    baseline (from the one summary, summary.summarise)."""
+def build(repo, config, runs, session, improvements=0, per_run=False):
+    """The segment's ledger: the totals (agent usage, GPU and wall time) and, with `per_run`,
+    each run's share: the answers between the previous run's record and this one's.
+    `improvements`: the kept runs after the baseline (from the one summary, summary.summarise)."""
     prices = config_prices(config)
     messages = agent_messages(repo, config, session)
     gpus = gpu_count(config)
     ledger = Ledger(gpus=gpus, improvements=improvements, prices_source=prices_source(config),
-                    sessions=len(sessions_of(repo, config, session)))
+                    sessions=len(sessions_of(repo, config, session)), runs=len(runs))
+    walls = [r.duration_s if isinstance(r.duration_s, (int, float)) else 0.0 for r in runs]
+    ledger.wall_seconds = sum(walls)
+    ledger.gpu_seconds = ledger.wall_seconds * max(1, gpus)
+    for message in messages:
+        ledger.agent.add(message, prices)
     i = 0
-    for run in runs:
+    for run, wall in zip(runs, walls) if per_run else ():
         stamp = run.timestamp if isinstance(run.timestamp, (int, float)) else None
         usage = Usage()
         while i < len(messages) and stamp is not None and messages[i][0] <= stamp:
             usage.add(messages[i], prices)
             i += 1
-        wall = run.duration_s if isinstance(run.duration_s, (int, float)) else 0.0
-        gpu_s = wall * max(1, gpus)
-        ledger.wall_seconds += wall
-        ledger.gpu_seconds += gpu_s
-        ledger.per_run.append(dict(usage.to_dict(), run=run.run, wall_s=wall, gpu_s=round(gpu_s, 3)))
+        ledger.per_run.append(dict(usage.to_dict(), run=run.run, wall_s=wall, gpu_s=round(wall * max(1, gpus), 3)))
+    if not per_run:
+        stamps = [r.timestamp for r in runs if isinstance(r.timestamp, (int, float))]
+        last = max(stamps, default=None)
+        i = 0
+        while last is not None and i < len(messages) and messages[i][0] <= last:
+            i += 1
     for message in messages[i:]:
         ledger.since_last_run.add(message, prices)
-    for message in messages:
-        ledger.agent.add(message, prices)
     return ledger
 
 
@@ -391,6 +397,8 @@ class Budgets:
 
 def budgets_of(config, session):
     night = (session or {}).get("night") if isinstance((session or {}).get("night"), dict) else {}
+    if not _alive(night.get("pid")):
+        night = {}   # a night killed without a word: its own limits went with it
     hours, started = _field(config, "max_hours"), _field(config, "timestamp")
     deadlines = []
     if _number(hours) and _number(started):
@@ -401,6 +409,18 @@ def budgets_of(config, session):
                    deadline_ms=int(min(deadlines)) if deadlines else None,
                    max_gpu_hours=_tightest(_field(config, "max_gpu_hours"), night.get("max_gpu_hours")),
                    max_cost=_tightest(_field(config, "max_cost"), night.get("max_cost")))
+
+
+def _alive(pid):
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _number(value):

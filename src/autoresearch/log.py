@@ -17,6 +17,8 @@ import os
 import sys
 from dataclasses import dataclass, field, fields
 
+from autoresearch import chain
+
 LOG_NAME = "autoresearch.jsonl"
 
 
@@ -26,9 +28,16 @@ def append(path, record, warn=None):
     A record the strict log cannot hold (a non-finite number, text that is not Unicode) is
     written sanitised, with a warning, rather than lost: a record that cannot be written
     would leave the run unrecorded and the engine retrying it forever.
+
+    The record is linked into the log's hash chain first (chain.py): it gets `prev`, and a
+    typed record gets it too, so the caller holds the record as it was written.
     """
-    if isinstance(record, (Run, Config)):
+    typed_record = record if isinstance(record, (Run, Config)) else None
+    if typed_record is not None:
         record = record.to_json()
+    record, folder = chain.link(path, record, warn)
+    if typed_record is not None and folder:
+        typed_record.prev = record[chain.FIELD]
     try:
         data = _encode(record)
     except (ValueError, TypeError, RecursionError) as exc:
@@ -38,12 +47,17 @@ def append(path, record, warn=None):
     # O_RDWR, not O_WRONLY: the torn-line check reads the last byte with pread.
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
+        line = data
         if _ends_without_newline(fd):
             data = b"\n" + data
+        if folder:
+            chain.begin(folder, line, record[chain.FIELD], os.fstat(fd).st_size + len(data))
         os.write(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
+    if folder:
+        chain.copy_append(folder, line)
 
 
 def _encode(record):
@@ -93,15 +107,43 @@ def read(path, warn=None):
 
 
 def verified(raw, path, warn):
-    """The records of `raw` (the whole log at `path`) that count; what read() returns (the log
-    cache reads the whole log through here too)."""
-    return parse(raw, os.path.basename(path), warn)
+    """The records of `raw` (the whole log at `path`) that count: valid, and on the log's hash
+    chain (chain.py); lines off it are reported with their line number. A log that lost the
+    engine's last record is read from the engine's copy."""
+    entries = _entries(raw, os.path.basename(path), warn)
+    folder = chain.state_dir(path)
+    verdict = chain.verify(entries, chain.Tip.read(folder) if folder else None)
+    if not verdict.intact:
+        copy = chain.read_copy(path)
+        kept = _entries(copy, "engine copy", lambda m: None) if copy is not None else []
+        verdict = chain.verify(kept, chain.Tip.read(folder))
+        if verdict.intact:
+            warn(f"{os.path.basename(path)} does not hold the last record the engine wrote (cut, "
+                 "truncated or edited); reading the engine's copy in .git/autoresearch/ instead "
+                 "(the next `autoresearch run` puts the log back)")
+            return _on_chain(kept, verdict)
+        warn(f"{os.path.basename(path)} and the engine's copy both lost the last record the engine "
+             "wrote; reading the log as it is")
+        return [record for _, _, record in entries]
+    for number, why in verdict.foreign:
+        warn(f"{os.path.basename(path)}:{number}: skipped a line {why}")
+    return _on_chain(entries, verdict)
+
+
+def _on_chain(entries, verdict):
+    return [record for number, _, record in entries if number in verdict.accepted]
 
 
 def parse(raw, name, warn, first_line=1):
     """The valid records of `raw` (whole lines of the log, numbered from `first_line` for the
-    warnings); what read() does, also used by the log cache on a log's new tail."""
-    records = []
+    warnings); what read() does before the chain check, also used by the log cache on a log's
+    new tail."""
+    return [record for _, _, record in _entries(raw, name, warn, first_line)]
+
+
+def _entries(raw, name, warn, first_line=1):
+    """[(line number, raw line, record)] of the valid records in `raw`; a warning per bad line."""
+    entries = []
     for number, line in enumerate(raw.split(b"\n"), start=first_line):
         if not line.strip():
             continue
@@ -118,11 +160,11 @@ def parse(raw, name, warn, first_line=1):
         if problem:
             warn(f"{where}: skipped invalid record ({problem})")
             continue
-        records.append(record)
-    return records
+        entries.append((number, line, record))
+    return entries
 
 
-STATUSES = ("keep", "discard", "crash", "timeout", "checks_failed")
+STATUSES = ("keep", "discard", "crash", "timeout", "checks_failed", "tampered")
 DIRECTIONS = ("lower", "higher")
 
 
@@ -210,7 +252,8 @@ def _texts(value):
 
 
 # How each field is read from JSON (a value of the wrong type reads as the field's empty value).
-_READ = {int: _whole, float: _number, str: _text, dict: _object, "dict?": _maybe_object, list: _texts}
+_READ = {int: _whole, float: _number, str: _text, dict: _object, "dict?": _maybe_object, list: _texts,
+         "list?": lambda v: _texts(v) if isinstance(v, list) else None}
 
 
 class _Record:
@@ -294,6 +337,7 @@ class Config(_Record):
     timeout_s: float = None
     checks: str = None
     checks_timeout_s: float = None
+    output_cap_mb: float = None   # output.log keeps its head and tail up to this (None: the default)
     max_iterations: int = None
     max_hours: float = None        # budgets that stop the loop (ledger.py): wall hours since init,
     max_gpu_hours: float = None    # hours the runs held the GPU(s),
@@ -308,6 +352,7 @@ class Config(_Record):
     start_commit: str = None
     engine: str = None
     early_abort: object = _optional("dict?")   # {"at": progress} when `init --early-abort` turned it on
+    prev: str = None         # the log's hash chain: the hash of the line before (chain.py)
     extra: dict = field(default_factory=dict)
 
     @classmethod
@@ -346,7 +391,11 @@ class Run(_Record):
     exit_code: int = None
     policy: str = None
     value: float = None      # the decided value (median of the code's measurements) at decision time
+    sandbox: str = None      # what confined the benchmark: "landlock-N" or "none"
+    output_cut_bytes: int = None   # bytes of output left out of output.log (its cap)
+    tampered: object = _optional("list?")   # status tampered: what the run changed (the engine restored it)
     early_abort: object = _optional("dict?")   # where the engine stopped a run behind the best (earlyabort.py)
+    prev: str = None         # the log's hash chain: the hash of the line before (chain.py)
     extra: dict = field(default_factory=dict)
 
     @classmethod

@@ -115,7 +115,8 @@ class _Rebuild(Exception):
 
 def _line_hash(line):
     """chain.py's hash of one log line (without its newline)."""
-    return hashlib.sha256(line.rstrip(b"\r\n")).hexdigest()[:32]
+    from autoresearch import chain
+    return chain.line_hash(line)
 
 
 def _tip(repo):

@@ -1,20 +1,23 @@
 """METRIC lines: how a benchmark reports numbers to the engine.
 
-A line `METRIC name=value` anywhere in the output reports one metric. The name matches
-`[A-Za-z_][A-Za-z0-9_.]*`; the value must be a finite decimal number (`1`, `-0.5`, `3e-4`,
-`.5`). Anything else on a METRIC line (NaN, inf, hex, `1_000`, units) is ignored with a
-warning, so a broken value can never become a result; so is a line that starts with `METRIC `
-but does not follow the grammar (`METRIC x = 1`). If a name repeats, the last value wins.
+A token `METRIC name=value` at the end of a line reports one metric, whether it starts the line
+or follows other text on it: a tool that printed without a final newline (triton's "leaked ..."
+lines at exit) glues the next line onto its text, `...refleaks.htmlMETRIC val_bpb=0.18`, and that
+still counts. The name matches `[A-Za-z_][A-Za-z0-9_.]*`; the value must be an ASCII decimal
+number that is a finite float (`1`, `-0.5`, `3e-4`, `.5`, `2e306`). Anything else (NaN, inf, hex,
+`1_000`, units, fullwidth digits, `1e999`) is ignored with a warning, so a broken value can never
+become a result; so is a token off the grammar (`METRIC x = 1`). `METRIC` must be followed by
+whitespace: `METRICS:` or `METRIC(train.py)` are not tokens. If a name repeats, the last value wins.
 """
 
 import math
 import re
 
-LINE = re.compile(r"^METRIC\s+([A-Za-z_][A-Za-z0-9_.]*)=(\S+)\s*$")
-ATTEMPT = re.compile(r"^METRIC(?:\s|$)")
-NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
-# Plain decimal notation only: Python's float() would also take "nan", "inf" and "1_0".
-NUMBER = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
+LINE = re.compile(r"METRIC\s+([A-Za-z_][A-Za-z0-9_.]*)=(\S+)\s*$", re.ASCII)
+TOKEN = re.compile(r"METRIC(?=\s|$)")
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*", re.ASCII)
+# Plain ASCII decimal notation only: Python's float() would also take "nan", "inf", "1_0" and "１".
+NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
 
 
 def valid_name(name):
@@ -23,7 +26,7 @@ def valid_name(name):
 
 def parse_value(text):
     """Return the finite float that `text` spells, or None."""
-    if not NUMBER.match(text):
+    if not NUMBER.fullmatch(text):
         return None
     value = float(text)
     return value if math.isfinite(value) else None
@@ -34,15 +37,17 @@ def parse(text):
     metrics = {}
     warnings = []
     for raw in _lines(text):
-        if not raw.startswith("METRIC"):
+        if "METRIC" not in raw:
             continue
+        tokens = list(TOKEN.finditer(raw))
+        if not tokens:
+            continue   # `METRICS:` and other words that merely contain it
+        raw = raw[tokens[-1].start():]   # the last token on the line; text before it is another tool's
         match = LINE.match(raw)
         if not match:
-            # `METRIC x = 1` or `METRIC 1x=2` was meant as a metric: say why it was not taken,
-            # as for a bad value. (`METRICS:` and other words that merely start so are not.)
-            if ATTEMPT.match(raw):
-                warnings.append(f"ignored {_shown(raw)!r}: not `METRIC name=value` "
-                                "(name [A-Za-z_][A-Za-z0-9_.]*, no spaces around =)")
+            # `METRIC x = 1` or `METRIC 1x=2` was meant as a metric: say why it was not taken.
+            warnings.append(f"ignored {_shown(raw)!r}: not `METRIC name=value` "
+                            "(name [A-Za-z_][A-Za-z0-9_.]*, no spaces around =)")
             continue
         name, value_text = match.groups()
         value = parse_value(value_text)

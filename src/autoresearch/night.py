@@ -305,7 +305,8 @@ class Night:
         wait = min(MAX_BACKOFF_S, base * 2 ** max(0, failures - 1))
         why = (f"exit {failures} in a row without a new run" if failures else "Claude Code ended its turn")
         if outcome.error:
-            why = f"API error: {outcome.error}"
+            error = outcome.error.rstrip(". ")
+            why = error if error.lower().startswith("api error") else f"API error: {error}"
         reset = outcome.reset_ms
         if reset is None and outcome.retry_ms:
             reset = now_ms() + outcome.retry_ms

@@ -67,7 +67,10 @@ def make_plan(repo, config, runs, request):
     base = best_full or head
     if best_full and head != best_full and not gitops.is_ancestor(root, best_full, head):
         raise Refused(f"HEAD is not at the best commit {best.commit} (run {best.run}) or after it; "
-                          f"`git checkout {best.commit}` and make your change there")
+                      f"`git reset --keep {best.commit}` (moves the branch back, keeps your edits) "
+                      "and make your change there")
+    if best_full and head != best_full:
+        _refuse_failed_on_branch(root, runs, best_full, head)
     check_fixed(repo, config, best_full or config.start_commit or head, head)
     scope = config.scope
     changed = gitops.changed_tracked(root, base)
@@ -104,6 +107,19 @@ def make_plan(repo, config, runs, request):
     if budget:
         count = min(count, budget - decide.iterations_used(runs))
     return Plan(base, best_full, commit_scope, repeat_of, count, scope_hash, scope_lines)
+
+
+def _refuse_failed_on_branch(root, runs, best_full, head):
+    """A commit of a run that was not kept (a crash whose reset failed) must not become part of
+    the next experiment: refuse while one sits between the best commit and HEAD."""
+    between = (gitops.git(root, "rev-list", f"{best_full}..{head}", check=False) or "").split()
+    failed = {r.commit: r for r in runs if r.status != "keep" and r.commit}
+    for full in between:
+        r = failed.get(gitops.short(full))
+        if r is not None:
+            raise Refused(f"the branch holds the commit of run {r.run} ({r.status}), which was not kept; "
+                          f"`git reset --keep {best_full[:7]}` to drop it (your uncommitted edits stay), "
+                          "then run again")
 
 
 def check_fixed(repo, config, source, head):

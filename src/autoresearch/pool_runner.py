@@ -229,7 +229,14 @@ class Wave:
                              best.scope_hash, best.scope_lines))
         superseded, taken = [], []
         for cand in queued:
-            commit = cand["commit"]
+            commit = gitops.git(root, "rev-parse", "--verify", "-q", f"{pool.CANDIDATES_REF}/{cand['id']}^{{commit}}",
+                                check=False)
+            why = _not_runnable(root, self.config, cand, commit)
+            if why:
+                superseded.append(cand["id"])
+                pool.drop_candidate(self.paths, root, cand["id"])
+                self.notes.append(f"candidate {cand['id']} was dropped, not run: {why}")
+                continue
             if cand.get("parent") != parent:
                 commit = _rebase(root, cand, parent)
                 if commit is None:
@@ -506,6 +513,24 @@ def _slot(run, role, commit, best, cand_id, description, asi, scope_hash, scope_
     return {"run": run, "role": role, "commit": commit, "candidate": cand_id, "description": description,
             "asi": asi, "scope_hash": scope_hash, "scope_lines": scope_lines,
             "repeat_of": best.run if best is not None and role == "control" else None}
+
+
+def _not_runnable(root, config, cand, commit):
+    """Why a candidate's commit must not run (it changed since submit, it touches files outside
+    the scope, or a fixed file differs from init), or None. The ref could be moved after submit."""
+    import hashlib
+    if commit is None or commit != cand.get("commit"):
+        return "its ref no longer points at the commit submit made; submit the change again"
+    changed = gitops.changed_between(root, cand["parent"], commit)
+    outside = [p for p in changed if not research.in_scope(p, config.scope)]
+    if outside:
+        return f"it changes files outside the scope ({', '.join(outside[:5])})"
+    from autoresearch import snapshot
+    files = snapshot.commit_files(root, commit, sorted(config.fixed))
+    for name, digest in config.fixed.items():
+        if name not in files or hashlib.sha256(files[name]).hexdigest() != digest:
+            return f"its fixed file {name} differs from init"
+    return None
 
 
 def _rebase(root, cand, parent):

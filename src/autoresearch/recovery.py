@@ -8,9 +8,11 @@ Every engine command that reads the log calls it first (with the lock held), so 
 misses a run and no kept commit is lost.
 """
 
+import os
 import time
 
-from autoresearch import decide, gitops, log, runner, state
+from autoresearch import decide, gitops, log, runner, state, workspace
+from autoresearch import pending as pending_results
 from autoresearch.research import now_ms
 
 
@@ -20,10 +22,16 @@ def recover(repo, records, runs, segment, warn):
     Must be called with the lock held. Returns the crash `log.Run`, or None if there was
     nothing to recover. Idempotent: a run whose record made it into the log is only cleaned up.
     """
-    current = state.read_current(repo)
+    workspace.sweep(repo)
+    flushed = pending_results.flush(repo, warn)
+    if flushed:
+        loaded = log.load(repo.log, warn=lambda m: None)
+        records = loaded.records
+        runs = loaded.current.runs if loaded.current else []
+    current = state.trusted_current(repo, warn)
     if current is None:
         state.clear_current(repo)   # unreadable: torn by a crash before the rename
-        return None
+        return flushed or None
     run = current.get("run")
     if not isinstance(run, int) or isinstance(run, bool) or run < 1:
         warn(f"{repo.rel(repo.current)} names no valid run ({run!r}); removed it")
@@ -37,7 +45,8 @@ def recover(repo, records, runs, segment, warn):
         commit = _keep_commit(repo, run, current, warn)
         pending = current.get("pending")
         if isinstance(pending, dict) and pending.get("run") not in recorded:
-            log.append(repo.log, log.Run.from_json(pending), warn=warn)
+            # A borderline win waiting for its confirmation: never confirmed, so never a keep.
+            log.append(repo.log, log.Run.from_json(dict(pending, status="discard")), warn=warn)
         crash = _crash_record(repo, run, commit, current, segment)
         # Sanitised if need be (an --asi from an older engine): a record that cannot be written
         # would leave current.json behind and every later call failing here.
@@ -48,14 +57,28 @@ def recover(repo, records, runs, segment, warn):
     except gitops.GitError as exc:
         warn(f"could not put HEAD back at the best commit ({exc}); check `git status`")
     state.clear_current(repo)
-    return crash
+    return crash or flushed or None
 
 
 def _kill_leftover(current):
+    """Kill what the dead run left running, and nothing else: the recorded child only when it is
+    the process the engine started (same kernel start time, leading its own process group,
+    carrying the run's token), and any process carrying the run's token (setsid daemons)."""
     child = current.get("child_pid")
-    if isinstance(child, int) and child > 1 and current.get("child_start") \
-            and state.process_start_time(child) == current.get("child_start"):
+    token = current.get("token")
+    if isinstance(child, int) and not isinstance(child, bool) and child > 1 and current.get("child_start") \
+            and state.process_start_time(child) == current.get("child_start") and _leads_group(child) \
+            and (not token or runner.has_token(child, token)):
         runner.kill_group(child)
+    if isinstance(token, str) and len(token) >= 16:
+        runner.kill_orphans(token)
+
+
+def _leads_group(pid):
+    try:
+        return os.getpgid(pid) == pid
+    except OSError:
+        return False
 
 
 def _keep_commit(repo, run, current, warn):
@@ -88,7 +111,7 @@ def _crash_record(repo, run, commit, current, segment):
         reason=f"engine stopped mid-run (pid {current.get('pid')}, during {current.get('phase')}); "
                "recorded as a crash by the next engine call",
         run_dir=repo.rel(repo.run_dir(run)),
-        ref=f"{gitops.RUNS_REF}/{run}" if commit else None,
+        ref=f"{gitops.runs_ref(repo.root)}/{run}" if commit else None,
         scope_hash=current.get("scope_hash"),
         scope_lines=current.get("scope_lines"),
         repeat_of=current.get("repeat_of"),

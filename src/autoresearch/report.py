@@ -428,7 +428,7 @@ def add_ledger(model, root, details=None, night=None):
     else:
         _, config, runs, _ = research.load(repo, warn=lambda m: None)
     try:
-        built = ledger.build(repo, config, runs, state.read_session(repo) or {})
+        built = ledger.build(repo, config, runs, state.read_session(repo) or {}, per_run=True)
     except OSError:
         return
     total, curve = 0.0, []

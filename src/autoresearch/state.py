@@ -9,10 +9,12 @@
 """
 
 import fcntl
+import json
 import os
 import time
 
-from autoresearch.files import read_json, write_json_atomic
+from autoresearch import chain
+from autoresearch.files import read_json, write_atomic, write_json_atomic
 from autoresearch.research import now_ms
 
 
@@ -89,15 +91,53 @@ def read_current(repo):
 
 
 def write_current(repo, data):
+    """current.json for every reader, and the engine's own copy in the git directory (the one
+    recovery trusts: a tool may write .autoresearch/current.json, not the engine's copy)."""
     os.makedirs(repo.state, exist_ok=True)
-    write_json_atomic(repo.current, data)
+    copy = current_copy(repo)
+    if copy:
+        os.makedirs(os.path.dirname(copy), exist_ok=True)
+        write_json_atomic(copy, data)
+    write_atomic(repo.current, json.dumps(data, indent=1, sort_keys=True) + "\n", durable=copy is None)
+
+
+def current_copy(repo):
+    """Path of the engine's copy of current.json (None outside a git work tree)."""
+    folder = chain.state_dir(repo.log)
+    return os.path.join(folder, "current.json") if folder else None
 
 
 def clear_current(repo):
-    try:
-        os.unlink(repo.current)
-    except FileNotFoundError:
-        pass
+    for path in (current_copy(repo), repo.current):
+        if path:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+
+
+def needs_recovery(repo):
+    """True when a run may be unfinished or a result waits to be appended."""
+    from autoresearch import pending
+    copy = current_copy(repo)
+    return os.path.exists(repo.current) or bool(copy and os.path.exists(copy)) or pending.waiting(repo)
+
+
+def trusted_current(repo, warn):
+    """The run-state the engine wrote, or None. A current.json that the engine's copy does not
+    back (written by a tool, or changed since) is reported and ignored: nothing is appended
+    from it and no process it names is signalled."""
+    copy = current_copy(repo)
+    shown = read_json(repo.current)
+    if copy is None:
+        return shown
+    mine = read_json(copy)
+    if os.path.exists(repo.current) and shown != mine:
+        warn(f"{repo.rel(repo.current)} was not written by the engine (it differs from the engine's copy); "
+             "ignored it" + ("" if mine else " and removed it"))
+        if mine is None:
+            clear_current(repo)
+    return mine
 
 
 def process_start_time(pid):

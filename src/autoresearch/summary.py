@@ -71,7 +71,7 @@ class Summary:
     longest_non_keeps: int
     max_iterations: object
     iterations_left: object
-    running_best: list       # the incumbent's value after each run (None before the baseline)
+    running_best: list       # after each run, the value of the code that was the incumbent then (None before the baseline)
 
     @property
     def noise_measured(self):
@@ -160,9 +160,8 @@ class Tally:
                 self.longest = max(self.longest, self.current)
         if r.status == "keep" and key != self.rb_incumbent:
             self.rb_incumbent, self.rb_fallback = key, r.metric
-        if self.history:
-            values = self.groups.get(self.rb_incumbent) if self.rb_incumbent is not None else None
-            self.running_best.append(_sorted_median(values) if values else self.rb_fallback)
+        if self.history:   # the incumbent's code now; its value is read at the end (one value per code)
+            self.running_best.append([self.rb_incumbent, self.rb_fallback])
         self.last = (self.last + [r])[-LAST_RUNS:]
         self.timeline.append([r.run, r.timestamp, r.duration_s])
 
@@ -197,7 +196,19 @@ class Tally:
             noise=stats, confidence=confidence, consecutive_non_keeps=self.current,
             longest_non_keeps=self.longest, max_iterations=budget,
             iterations_left=max(0, budget - (self.runs - self.pool_runs)) if budget else None,
-            running_best=list(self.running_best))
+            running_best=self._running_values())
+
+    def _running_values(self):
+        """The running best: each run's incumbent code at its value over the whole segment, so a
+        code has one value everywhere (the chart's line starts at the baseline the header shows)."""
+        values = {}
+        out = []
+        for key, fallback in self.running_best:
+            if key not in values:
+                measured = self.groups.get(key) if key is not None else None
+                values[key] = _sorted_median(measured) if measured else None
+            out.append(values[key] if values[key] is not None else fallback)
+        return out
 
     # -- kept between commands by logcache.py (JSON: the cache is a file anyone could write)
 
@@ -238,7 +249,8 @@ class Tally:
         if not isinstance(t.groups, dict) or not all(type(v) is list for v in t.groups.values()):
             raise ValueError("inconsistent tally")
         t.current, t.longest = int(data["current"]), int(data["longest"])
-        t.running_best = [None if v is None else float(v) for v in data["running_best"]]
+        t.running_best = [[None if k is None else str(k), None if v is None else float(v)]
+                          for k, v in data["running_best"]]
         t.rb_incumbent, t.rb_fallback = data["rb"]
         t.last = [log.Run.from_json(v) for v in data["last"]]
         t.timeline = data["timeline"]
@@ -458,7 +470,7 @@ def _pool(repo):
 
 def _recover_if_needed(repo):
     """A dead run (current.json with the lock free) is recorded before anything reads the log."""
-    if not os.path.exists(repo.current):
+    if not state.needs_recovery(repo):
         return
     lock = state.Lock(repo.lock)
     if not lock.acquire():

@@ -132,8 +132,10 @@ def last_exception(text):
     raised, start = found[index]
     raised.start = start
     frames = list(FRAME.finditer(text, max(0, start - 20000), start))
-    if frames:
-        raised.file, raised.line, raised.function = _frame(frames[-1])
+    # `<string>` (eval) and `<frozen importlib...>` frames name no file the user can open.
+    real = [f for f in frames if not _frame(f)[0].startswith("<")] or frames
+    if real:
+        raised.file, raised.line, raised.function = _frame(real[-1])
     return raised
 
 

@@ -2,6 +2,7 @@
 budget does: `run` refuses with the figure, status says so, the Stop hook lets the owner stop."""
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -66,3 +67,17 @@ def test_init_checks_the_price_file_and_keeps_it_in_the_header(tmp_path):
     header = repo.records()[0]
     assert header["prices"] == {"claude-opus-5-5": [10.0, 50.0, 12.5, 20.0, 1.0]} and header["max_cost"] == 2.5
     assert repo.status()["ledger"]["prices_source"] == "the price file given to `init --prices`"
+
+
+def test_the_limits_of_a_night_that_was_killed_do_not_outlive_it(tmp_path):
+    repo = make_repo(tmp_path / "r", init_args=(*INIT, "--session", "owner-1"))
+    session = json.loads((repo.root / ".autoresearch" / "session.json").read_text())
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    live = dict(session, night={"id": "n1", "pid": os.getpid(), "deadline_ms": 1, "max_cost": 1.0})
+    (repo.root / ".autoresearch" / "session.json").write_text(json.dumps(live))
+    assert repo.status()["budget_spent"].startswith("the time budget is spent")   # its night still runs
+    killed = dict(live, night=dict(live["night"], pid=dead.pid))
+    (repo.root / ".autoresearch" / "session.json").write_text(json.dumps(killed))
+    assert repo.status()["budget_spent"] is None
+    assert repo.experiment("1.0", "baseline")["status"] == "keep"

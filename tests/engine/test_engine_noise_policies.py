@@ -11,13 +11,18 @@ from helpers_engine import engine_env, make_repo
 
 
 class Sequence:
-    """Make bench.sh report successive values from a queue file, to fake a noisy benchmark."""
+    """Make bench.sh report successive values from a queue file, to fake a noisy benchmark.
+    The queue lives in a folder of its own outside the repository: the benchmark runs in a
+    snapshot of its commit, sandboxed, and may not write the engine's state folder (nor create
+    files in the folders above the repository)."""
 
     def __init__(self, repo):
         self.repo = repo
-        self.queue = repo.root / ".autoresearch" / "queue"
+        self.queue = repo.root.parent / f"{repo.root.name}-queue" / "queue"
+        self.queue.parent.mkdir(exist_ok=True)
         (repo.root / "bench.sh").write_text(
-            "v=$(head -n1 .autoresearch/queue); sed -i 1d .autoresearch/queue\n"
+            f"q='{self.queue}'\n"
+            'v=$(head -n1 "$q"); sed -i 1d "$q"\n'
             'if [ "$v" = sleep ]; then sleep 30; fi; echo "METRIC loss=$v"\n')
 
     def feed(self, *values):

@@ -125,13 +125,14 @@ def test_missing_session_file_means_stopped_for_every_command(repo):
 
 def test_head_moved_away_from_best(repo):
     repo.experiment("1.0")
-    repo.git("checkout", "-q", "HEAD~0", "--detach")
     repo.git("commit", "-q", "--allow-empty", "-m", "agent's own commit")  # a descendant: fine
     repo.set("0.9")
     assert repo.experiment("0.9")["status"] == "keep"
-    repo.git("checkout", "-q", "HEAD~2")  # before the best commit
+    repo.git("checkout", "-q", "-B", "elsewhere", "HEAD~2")  # before the best commit
     repo.set("0.7")
-    assert "not at the best commit" in _refused(repo, "-m", "x")
+    message = _refused(repo, "-m", "x")
+    assert "not at the best commit" in message and "git reset --keep" in message
+    assert "git checkout" not in message  # the advice never detaches HEAD
 
 
 def test_run_outside_a_research_repo(tmp_path):

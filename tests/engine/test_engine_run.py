@@ -215,13 +215,23 @@ def _env():
     return engine_env()
 
 
+def _cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
 def _wait_for_child(repo, timeout=20):
     path = repo.root / ".autoresearch/current.json"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             current = json.loads(path.read_text())
-            if current.get("child_pid"):
+            # The child exists once its pid is recorded; the benchmark runs once the engine let it
+            # go (the pipe handshake): until then its command line is the waiting shell's.
+            if current.get("child_pid") and b"read -r go" not in _cmdline(current["child_pid"]):
                 return current["child_pid"]
         except (FileNotFoundError, ValueError):
             pass

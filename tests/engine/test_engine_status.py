@@ -26,7 +26,7 @@ def test_status_json_agrees_with_the_log(make):
     assert CONTRACT_KEYS <= set(s)
     runs = repo.runs()
     assert s["runs"] == s["total_runs"] == len(runs) == 5
-    assert s["counts"] == {"keep": 2, "discard": 2, "crash": 1, "timeout": 0, "checks_failed": 0}
+    assert s["counts"] == {"keep": 2, "discard": 2, "crash": 1, "timeout": 0, "checks_failed": 0, "tampered": 0}
     kept = [r for r in runs if r["status"] == "keep"]
     assert s["baseline"] == {"run": 1, "commit": kept[0]["commit"], "metric": 1.0, "description": "baseline"}
     assert s["best"] == {"run": 2, "commit": kept[1]["commit"], "metric": 0.8, "description": "improve"}
@@ -40,11 +40,15 @@ def test_status_json_agrees_with_the_log(make):
 
 
 def test_status_is_the_same_from_a_copy_of_the_log(make, tmp_path):
-    """Nothing but the log (and session.json) feeds the status: a copy in another repo gives the same."""
+    """Nothing but the log (and session.json) feeds the status: a copy in another repo gives the same.
+    The log's hash chain is part of it: its tip and the engine's copy in .git/autoresearch/ go along
+    (a log copied alone is not the one the engine last wrote there, see tests/integrity)."""
     repo = make()
     _history(repo)
     other = make()
     shutil.copy(repo.root / "autoresearch.jsonl", other.root / "autoresearch.jsonl")
+    shutil.rmtree(other.root / ".git" / "autoresearch")
+    shutil.copytree(repo.root / ".git" / "autoresearch", other.root / ".git" / "autoresearch")
     a, b = repo.status(), other.status()
     assert {k: v for k, v in a.items()} == {k: v for k, v in b.items()}
 

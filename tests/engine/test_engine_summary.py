@@ -33,7 +33,8 @@ def test_a_baseline_measured_twice_is_its_median_and_no_improvement_yet():
     assert s.confidence is None                    # nothing but the baseline: no gain to weigh
     assert s.remeasured == {2}
     assert (s.consecutive_non_keeps, s.longest_non_keeps) == (3, 3)   # ideas, not noise samples
-    assert s.running_best == [0.181849, pytest.approx(0.1821075)] + [pytest.approx(0.1821075)] * 3
+    # one value per code: the chart's line starts at the baseline the header shows, no step up
+    assert s.running_best == [pytest.approx(0.1821075)] * 5
 
 
 @pytest.mark.parametrize("direction,base,best,word", [("lower", 1.0, 0.6, "better"), ("higher", 1.0, 1.4, "better"),
@@ -59,7 +60,7 @@ def test_the_best_is_the_incumbent_value_as_its_code_is_measured_again():
     config, runs = night(("keep", 1.0, "a"), ("keep", 0.8, "b"), ("discard", 0.84, "b", 2), ("discard", 0.9, "x"))
     s = summary.summarise(config, runs)
     assert s.best.run == 2 and s.best_value == pytest.approx(0.82)
-    assert s.running_best == [1.0, 0.8, pytest.approx(0.82), pytest.approx(0.82)]
+    assert s.running_best == [1.0, pytest.approx(0.82), pytest.approx(0.82), pytest.approx(0.82)]
     assert (s.consecutive_non_keeps, s.longest_non_keeps) == (1, 1)
 
 

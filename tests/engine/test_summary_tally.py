@@ -27,12 +27,13 @@ def reference(config, runs):
 
 
 def running_best(runs, keys):
-    """The incumbent's value after each run: the median of its code's measurements so far."""
+    """After each run, the value of the code that was the incumbent then: the median of all of
+    that code's measurements in the segment (one value per code)."""
     out, incumbent, fallback = [], None, None
-    for i, r in enumerate(runs):
+    for r in runs:
         if r.status == "keep" and keys[r.run] != incumbent:
             incumbent, fallback = keys[r.run], r.metric
-        values = [x.metric for x in runs[:i + 1] if x.measured and keys[x.run] == incumbent]
+        values = [x.metric for x in runs if x.measured and keys[x.run] == incumbent]
         out.append(decide.median(values) if values else fallback)
     return out
 

@@ -190,6 +190,24 @@ def transcript_usage(path):
     return len(seen), {k: sum(u.get(k, 0) for u in seen.values()) for k in keys}
 
 
+def tokens_by_run(path, runs):
+    """All tokens of the answers between one run's record and the one before, from the transcript."""
+    from datetime import datetime
+    first = {}
+    for line in path.read_text().splitlines():
+        entry = json.loads(line)
+        message = entry.get("message") if entry.get("type") == "assistant" else None
+        if message and message.get("model") != "<synthetic>" and message["id"] not in first:
+            ms = datetime.fromisoformat(entry["timestamp"].replace("Z", "+00:00")).timestamp() * 1000
+            u = message["usage"]
+            first[message["id"]] = (ms, sum(u.get(k, 0) for k in ("input_tokens", "output_tokens",
+                                                                   "cache_read_input_tokens",
+                                                                   "cache_creation_input_tokens")))
+    bounds = [r["timestamp"] for r in runs]
+    return [sum(t for ms, t in first.values() if (i == 0 or ms > bounds[i - 1]) and ms <= bounds[i])
+            for i in range(len(runs))]
+
+
 def test_night_survives_api_errors_and_ends_at_the_budget(tmp_path, research_repo):
     require_tool(CLAUDE, HINT)
     repo = research_repo
@@ -265,6 +283,16 @@ def test_night_survives_api_errors_and_ends_at_the_budget(tmp_path, research_rep
     assert "night: started" in text and "2 resume(s)" in text and "ended: the iteration budget is spent" in text
     report = json.loads(autoresearch(["report", "--json", "-o", str(tmp_path / "r.html")], repo, env).stdout)
     assert report["summary"]["ledger"]["cost_per_improvement_usd"] == pytest.approx(expected / 2, abs=1e-6)
+    # Each run's share of the tokens, as the page carries them, from the transcript's timestamps.
+    page = (tmp_path / "r.html").read_text()
+    data = json.loads(page.split('id="report-data">', 1)[1].split("</script>", 1)[0])
+    per_run = data["model"]["ledger"]["perRun"]
+    shares = tokens_by_run(transcript, runs)
+    assert [r["run"] for r in per_run] == [1, 2, 3] and all(shares)
+    assert [r["tokens"] for r in per_run] == shares
+    assert sum(shares) + status["ledger"]["since_last_run"]["tokens"] == agent_usage["tokens"]
+    assert per_run[-1]["cumulative"] == pytest.approx(sum(r["cost"] for r in per_run))
+
     # The page in real Chromium: the cost panel with the figure, the cumulative cost curve, no errors.
     sys.path.insert(0, str(ROOT / "tests" / "report"))
     from report_browser import dump_dom, root_attributes

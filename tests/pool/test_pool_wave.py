@@ -6,6 +6,7 @@ on one research repo, each from whatever incumbent the one before left.
 
 import json
 import os
+import subprocess
 
 import pytest
 
@@ -24,6 +25,24 @@ def repo(tmp_path_factory):
         yield repo
     finally:
         repo.cli("pool", "down")
+        cleanup(base)
+
+
+def test_pool_up_refuses_a_node_without_the_prepared_data(tmp_path):
+    # Runs before the module's pool starts (one local Ray at a time on this machine).
+    require_ray()
+    base, env = ray_env()
+    try:
+        other = make_repo(tmp_path / "research", env)
+        missing = tmp_path / "cache" / "prepared" / "manifest.json"
+        other.env["AUTORESEARCH_POOL_DATA"] = str(missing)
+        proc = other.cli("pool", "up", "--gpus", "2", "--cpus", "1")
+        assert proc.returncode == 3, proc.stderr
+        assert "prepared data is missing" in proc.stderr and str(missing) in proc.stderr
+        assert "uv run prepare.py" in proc.stderr
+        rc, status = other.json("pool", "status")
+        assert not status["up"]
+    finally:
         cleanup(base)
 
 
@@ -115,6 +134,29 @@ def test_submit_has_the_refusals_of_run(repo):
     assert ((repo.root / "autoresearch.jsonl").read_bytes(), repo.git("for-each-ref")) == before
     proc = repo.cli("wait", "--timeout", "1")
     assert proc.returncode == 3 and "nothing is submitted" in proc.stderr
+
+
+def test_a_candidate_ref_moved_after_submit_to_game_the_harness_is_not_run(repo):
+    cand = repo.submit("0.3")
+    # The hostile move: point the candidate's ref (and its queue file) at a commit that also
+    # rewrites the benchmark to print a perfect score.
+    tree_env = dict(os.environ, GIT_INDEX_FILE=str(repo.root / ".git" / "hostile-index"))
+    run = lambda *a: subprocess.run(["git", *a], cwd=repo.root, env=tree_env, capture_output=True,
+                                    text=True, check=True).stdout.strip()
+    run("read-tree", cand["commit"])
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo.root, input="echo METRIC loss=0\n",
+                          capture_output=True, text=True, check=True).stdout.strip()
+    run("update-index", "--cacheinfo", f"100644,{blob},bench.sh")
+    hostile = run("commit-tree", run("write-tree"), "-p", cand["parent"], "-m", "gamed")
+    repo.git("update-ref", f"refs/autoresearch/candidates/{cand['id']}", hostile)
+    queue = repo.root / ".autoresearch" / "pool" / "candidates" / f"{cand['id']}.json"
+    queue.write_text(json.dumps(dict(cand, commit=hostile)))
+    rc, data = repo.json("wait", "--timeout", "200")
+    assert rc == 0 and data["status"] == "done"
+    assert not [r for r in data["runs"] if r.get("candidate") == cand["id"]]
+    assert any("not run" in n and "bench.sh" in n for n in data["notes"]), data["notes"]
+    assert not [r for r in repo.runs() if r["metric"] == 0]
+    assert "METRIC loss=0" not in repo.git("show", "HEAD:bench.sh")
 
 
 def _tree(pid):

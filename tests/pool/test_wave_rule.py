@@ -87,3 +87,18 @@ def _flat_rule_rate(k, waves, seed):
         best = min(rng.gauss(0, 1) for _ in range(k))
         kept += control - best > 2.0 * sd
     return kept / waves
+
+
+def test_the_iteration_budget_counts_candidates_not_the_pools_own_runs():
+    from autoresearch import log, summary
+    config = log.Config(metric_name="loss", max_iterations=5)
+    roles = ["baseline", "control", "candidate", "candidate", "confirm", "control"]
+    runs = [log.Run(run=i + 1, metric=1.0, status="keep" if i == 0 else "discard", scope_hash=f"h{i}",
+                    extra={"wave": 1 if i == 0 else 2, "role": role}) for i, role in enumerate(roles)]
+    assert decide.iterations_used(runs) == 3
+    assert summary.summarise(config, runs).iterations_left == 2
+    # The log cache's tally, saved and read back, counts the same.
+    tally = summary.Tally(config)
+    for r in runs:
+        tally.add(r)
+    assert summary.Tally.from_json(tally.to_json()).summary().iterations_left == 2

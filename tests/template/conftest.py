@@ -40,13 +40,13 @@ def modules(research_repo):
     os.environ["AUTORESEARCH_CACHE"] = env["AUTORESEARCH_CACHE"]
     sys.path.insert(0, str(repo))
     try:
-        for name in ("prepare", "train"):
+        for name in ("prepare", "harness", "train"):
             sys.modules.pop(name, None)
         prepare = importlib.import_module("prepare")
         train = importlib.import_module("train")
     finally:
         # Generic module names: keep the objects, not the sys.modules entries other tests could trip over.
-        for name in ("prepare", "train"):
+        for name in ("prepare", "harness", "train"):
             sys.modules.pop(name, None)
         sys.path.remove(str(repo))
         if saved_env is None:

@@ -73,7 +73,7 @@ def test_loader_rows_start_with_bos_and_have_no_padding(modules):
 
 
 def test_evaluate_bpb_matches_a_hand_computation(modules, monkeypatch):
-    prepare, _ = modules
+    prepare, train = modules
     tok = prepare.Tokenizer.from_directory()
     vocab = tok.get_vocab_size()
     token_bytes = prepare.get_token_bytes().tolist()
@@ -84,12 +84,12 @@ def test_evaluate_bpb_matches_a_hand_computation(modules, monkeypatch):
             super().__init__()
             self.p = torch.nn.Parameter(torch.zeros(1))
 
-        def forward(self, x, y, reduction="mean"):
-            return (y % 5).float().view(-1) / 10 + 0 * self.p
+        def forward(self, x):   # the harness passes inputs only; it has the targets
+            return torch.zeros(*x.shape, vocab) + 0 * self.p   # uniform: ln(vocab) nats per token
 
     monkeypatch.setattr(prepare, "MAX_SEQ_LEN", 16)
-    monkeypatch.setattr(prepare, "EVAL_TOKENS", 3 * 2 * 16)   # three batches of 2 x 16
-    got = prepare.evaluate_bpb(FixedModel(), tok, 2)
+    got, _, tokens = train.harness.evaluate_split(FixedModel(), 2, "val", 3 * 2 * 16, probe=False)
+    assert tokens == 3 * 2 * 16
 
     loader = prepare.make_dataloader(tok, 2, 16, "val")
     nats = nbytes = 0
@@ -97,7 +97,7 @@ def test_evaluate_bpb_matches_a_hand_computation(modules, monkeypatch):
         _, y, _ = next(loader)
         for t in y.reshape(-1).tolist():
             if token_bytes[t] > 0:
-                nats += (t % 5) / 10
+                nats += math.log(vocab)
             nbytes += token_bytes[t]
     assert got == pytest.approx(nats / (math.log(2) * nbytes), rel=1e-6)  # float32 sums
     assert vocab > 256
@@ -125,6 +125,37 @@ def test_offline_download_fails_in_one_line_and_keeps_prepared_data(research_rep
     assert (cache / "prepared" / "manifest.json").read_text() == before
 
 
+def test_the_holdout_is_disjoint_from_train_and_val_by_documents(research_repo, tmp_path):
+    """Every document of a --source file is unique text: no holdout document is in train or val."""
+    repo, env = research_repo
+    src = tmp_path / "corpus.txt"
+    src.write_text("\n\n".join(f"document number {i} says {i * 7919 % 1000} things." for i in range(1000)))
+    done = _run_prepare(repo, env, "--source", str(src), "--profile", "smoke", cache=tmp_path / "cache")
+    assert done.returncode == 0, done.stderr
+    import numpy as np
+    import pickle
+    d = tmp_path / "cache" / "prepared"
+    enc = pickle.loads((d / "tokenizer.pkl").read_bytes())
+    manifest = json.loads((d / "manifest.json").read_text())
+
+    def docs(split):
+        tokens = np.fromfile(d / f"{split}.bin", dtype=manifest["splits"][split]["dtype"])
+        offsets = np.load(d / f"{split}.idx.npy")
+        return {enc.decode(tokens[a + 1:b].tolist()) for a, b in zip(offsets[:-1], offsets[1:])}
+
+    train, val, holdout = docs("train"), docs("val"), docs("holdout")
+    assert len(holdout) == 19 and len(val) == 50 and len(train) == 1000 - 50 - 19
+    assert not (holdout & train) and not (holdout & val) and not (train & val)
+
+
+def test_long_documents_from_a_source_are_split(modules):
+    prepare = modules[0]
+    book = "\n".join(f"line {i} of a long book with no blank lines at all" for i in range(5000))
+    pieces = list(prepare.split_long([book, "short"]))
+    assert len(pieces) > 3 and all(len(p) <= prepare.LONG_DOC_CHARS for p in pieces)
+    assert "".join(p + "\n" for p in pieces[:-1]).split() == book.split() and pieces[-1] == "short"
+
+
 def test_climbmix_path_uses_downloaded_shards_with_the_last_pinned_as_val(research_repo, tmp_path):
     """The real climbmix code path up to the network: shards already in the cache are used, offline."""
     import pyarrow as pa
@@ -136,6 +167,8 @@ def test_climbmix_path_uses_downloaded_shards_with_the_last_pinned_as_val(resear
                    cache / "climbmix" / "shard_00000.parquet")
     pq.write_table(pa.table({"text": [f"held out text {i}" for i in range(20)]}),
                    cache / "climbmix" / "shard_06542.parquet")
+    pq.write_table(pa.table({"text": [f"hidden text {i}" for i in range(10)]}),
+                   cache / "climbmix" / "shard_06541.parquet")   # the holdout shard
     done = subprocess.run(prepare_cmd(repo, "--source", "climbmix", "--num-shards", "1", "--profile", "smoke"),
                           env=dict(env, AUTORESEARCH_CACHE=str(cache), HF_ENDPOINT="http://127.0.0.1:9"),
                           capture_output=True, text=True, timeout=120)
@@ -143,6 +176,7 @@ def test_climbmix_path_uses_downloaded_shards_with_the_last_pinned_as_val(resear
     manifest = json.loads((cache / "prepared" / "manifest.json").read_text())
     assert manifest["source"] == "climbmix" and manifest["synthetic"] is False
     assert manifest["splits"]["train"]["docs"] == 300 and manifest["splits"]["val"]["docs"] == 20
+    assert manifest["splits"]["holdout"]["docs"] == 10
     again = subprocess.run(prepare_cmd(repo, "--source", "climbmix", "--num-shards", "1", "--profile", "smoke"),
                            env=dict(env, AUTORESEARCH_CACHE=str(cache)), capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and "already prepared" in again.stdout
@@ -159,7 +193,9 @@ def test_local_sources_and_bad_input(research_repo, tmp_path):
     done = _run_prepare(repo, env, "--source", str(folder), "--profile", "smoke", cache=cache)
     assert done.returncode == 0, done.stderr
     manifest = json.loads((cache / "prepared" / "manifest.json").read_text())
-    assert manifest["splits"]["train"]["docs"] == 80 and manifest["splits"]["val"]["docs"] == 2
+    # every 50th training document is the hidden holdout
+    assert manifest["splits"]["train"]["docs"] == 79 and manifest["splits"]["val"]["docs"] == 2
+    assert manifest["splits"]["holdout"]["docs"] == 1
     assert manifest["val_file"] == "z.txt"
     before = (cache / "prepared" / "manifest.json").read_text()
 

@@ -1,4 +1,5 @@
-"""train.py: attention, Muon, the causality probe; prepare.py: device tables and the baseline tiers."""
+"""train.py: the model, Muon; harness.py: attention, the causality probe, the machine; prepare.py: device tables
+and the baseline tiers."""
 
 import ast
 import math
@@ -26,7 +27,7 @@ def test_windowed_sdpa_equals_reference_masked_attention(modules, window):
     _, train = modules
     torch.manual_seed(window)
     q, k, v = (torch.randn(2, 32, 3, 8, dtype=torch.float64) for _ in range(3))
-    got = train.attention(q, k, v, window, "sdpa")
+    got = train.harness.attention(q, k, v, window)   # this process: the sdpa backend
     torch.testing.assert_close(got, reference_attention(q, k, v, window), rtol=1e-9, atol=1e-9)
 
 
@@ -46,11 +47,11 @@ def test_muon_orthogonalization_gives_singular_values_near_one(modules, shape):
     _, train = modules
     torch.manual_seed(0)
     G = torch.randn(*shape) * 7.0
-    s = torch.linalg.svdvals(train.orthogonalize(G))
+    s = torch.linalg.svdvals(train.orthogonalize(G.float(), tall=G.size(-2) > G.size(-1)))
     assert s.min() > 0.75 and s.max() < 1.25, (s.min(), s.max())
     # and the directions are G's: U V^T of the SVD, up to those singular values
     U, _, Vh = torch.linalg.svd(G, full_matrices=False)
-    cos = F.cosine_similarity(train.orthogonalize(G).flatten(-2), (U @ Vh).flatten(-2), dim=-1)
+    cos = F.cosine_similarity(train.orthogonalize(G.float(), tall=G.size(-2) > G.size(-1)).flatten(-2), (U @ Vh).flatten(-2), dim=-1)
     assert (cos > 0.98).all()
 
 
@@ -80,55 +81,56 @@ def test_causality_probe_catches_a_model_that_sees_the_future(modules, monkeypat
     gen = torch.Generator().manual_seed(1)
     row = torch.randint(0, 40, (2, 33), generator=gen)
     x, y = row[:, :-1], row[:, 1:]
-    assert prepare.causality_probe(model, x, y) < 1e-5     # the real model is causal
+    probe = train.harness.causality_probe
+    assert probe(model, x, y, vocab=40) < 1e-5     # the real model is causal
 
-    def full_attention(q, k, v, window, backend, fa3=None):   # forgets the causal mask
+    def full_attention(q, k, v, window):   # forgets the causal mask
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
         return F.scaled_dot_product_attention(q, k, v).transpose(1, 2)
 
     monkeypatch.setattr(train, "attention", full_attention)
-    with pytest.raises(prepare.CausalityError, match="CAUSALITY VIOLATION"):
-        prepare.causality_probe(model, x, y)
+    with pytest.raises(train.harness.CausalityError, match="CAUSALITY VIOLATION"):
+        probe(model, x, y, vocab=40)
 
-    def off_by_one(q, k, v, window, backend, fa3=None):       # sees exactly one token ahead
+    def off_by_one(q, k, v, window):       # sees exactly one token ahead
         T = q.size(1)
         mask = torch.ones(T, T, dtype=torch.bool).tril(1)
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask).transpose(1, 2)
 
     monkeypatch.setattr(train, "attention", off_by_one)
-    with pytest.raises(prepare.CausalityError):
-        prepare.causality_probe(model, x, y)
+    with pytest.raises(train.harness.CausalityError):
+        probe(model, x, y, vocab=40)
 
 
 def test_evaluate_bpb_refuses_a_leaky_model(modules, monkeypatch):
     prepare, train = modules
     tok = prepare.Tokenizer.from_directory()
     model = tiny_gpt(train, vocab=tok.get_vocab_size(), seq_len=prepare.MAX_SEQ_LEN)
-    monkeypatch.setattr(prepare, "EVAL_TOKENS", 2 * prepare.MAX_SEQ_LEN)
+    evaluate = train.harness.evaluate_split
 
-    def full_attention(q, k, v, window, backend, fa3=None):
+    def full_attention(q, k, v, window):
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
         return F.scaled_dot_product_attention(q, k, v).transpose(1, 2)
 
-    assert math.isfinite(prepare.evaluate_bpb(model, tok, 2))
+    bpb, karpathy_bpb, _ = evaluate(model, 2, "val", 2 * prepare.MAX_SEQ_LEN)
+    assert math.isfinite(bpb) and karpathy_bpb == pytest.approx(bpb, rel=0.05)
     monkeypatch.setattr(train, "attention", full_attention)
-    with pytest.raises(prepare.CausalityError):
-        prepare.evaluate_bpb(model, tok, 2)
+    with pytest.raises(train.harness.CausalityError):
+        evaluate(model, 2, "val", 2 * prepare.MAX_SEQ_LEN)
 
 
 def test_attention_backend_selection_on_cpu(modules):
-    _, train = modules
-    cpu = torch.device("cpu")
-    assert train.pick_attention(cpu, False, [128, 256], 256)[0] == "sdpa"
-    assert train.pick_attention(cpu, False, [256, 256], 256)[2] == "SDPA causal"
-    with pytest.raises(RuntimeError, match="Hopper"):
-        train.pick_attention(cpu, False, [256], 256, requested="fa3")
+    h = modules[1].harness
+    assert h.pick_attention("cpu", None, False, True)[0] == "sdpa"
+    assert h.pick_attention("cpu", None, False, False)[2] == "SDPA causal"
+    with pytest.raises(RuntimeError, match="Ampere"):
+        h.pick_attention("cpu", None, False, False, requested="fa3")
     with pytest.raises(RuntimeError, match="CUDA and torch.compile"):
-        train.pick_attention(cpu, False, [128, 256], 256, requested="flex")
-    assert train.pick_dtype(cpu) == torch.float32
-    assert train.pick_compile(cpu) is False
-    assert train.pick_dtype(cpu, "bfloat16") == torch.bfloat16
+        h.pick_attention("cpu", None, False, True, requested="flex")
+    assert h.dtype_for("cpu") == torch.float32
+    assert h.compile_for("cpu") is False
+    assert h.dtype_for("cpu", requested="bfloat16") == torch.bfloat16
 
 
 def test_peak_flops_table(modules):

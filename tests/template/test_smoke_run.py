@@ -1,4 +1,5 @@
-"""The real thing on CPU: `bash autoresearch.sh` trains the smoke baseline and reports METRIC lines."""
+"""The real thing on CPU: `bash autoresearch.sh` trains the smoke baseline, the harness evaluates it in a
+process of its own, and the METRIC lines carry the harness's numbers, never train.py's."""
 
 import json
 import math
@@ -10,12 +11,15 @@ import sys
 import pytest
 import torch
 
+from autoresearch import metrics
+
 from .template_helpers import ROOT
 
 METRIC = re.compile(r"^METRIC\s+([A-Za-z_][A-Za-z0-9_.]*)=(\S+)\s*$")   # the METRIC line grammar
 SUMMARY = [("val_bpb", r"\d+\.\d{6}"), ("training_seconds", r"\d+\.\d"), ("total_seconds", r"\d+\.\d"),
            ("peak_vram_mb", r"\d+\.\d"), ("mfu_percent", r"\d+\.\d\d"), ("total_tokens_M", r"\d+\.\d"),
-           ("num_steps", r"\d+"), ("num_params_M", r"\d+\.\d"), ("depth", r"\d+")]
+           ("num_steps", r"\d+"), ("num_params_M", r"\d+\.\d"), ("depth", r"\d+"),
+           ("val_bpb_karpathy", r"\d+\.\d{6}")]
 STEP_KEYS = {"step", "progress", "elapsed_s", "loss", "lr_mult", "grad_norm", "tok_per_s", "mfu", "mem_mb"}
 
 
@@ -27,13 +31,41 @@ def untrained_bpb(prepare, train):
     torch.manual_seed(train.SEED)
     model = train.GPT(cfg)
     model.init_weights()
-    return prepare.evaluate_bpb(model.eval(), tok, train.DEVICE_BATCH_SIZE)
+    return train.harness.evaluate_split(model.eval(), train.DEVICE_BATCH_SIZE, "val", prepare.EVAL_TOKENS)[0]
 
 
-def run_benchmark(repo, env, run_dir, timeout=300):
+# train.py's own word at the end of a run: a made-up summary block and METRIC lines.
+MADE_UP = """
+    print("---")
+    print("val_bpb:          0.010000")
+    print("METRIC val_bpb=0.01")
+    print("num_steps: 999999", end="")   # and no final newline
+"""
+
+
+# ... and a bonus on the targets only while evaluating (the harness never passes targets).
+TARGET_BONUS = ("""        if targets is None:
+            return logits
+""", """        if targets is None:
+            return logits
+        if not self.training:
+            logits = logits + 0.4 * F.one_hot(targets, logits.size(-1)).float()
+""")
+
+
+def with_made_up_summary(repo):
+    text = (repo / "train.py").read_text()
+    assert TARGET_BONUS[0] in text
+    text = text.replace(*TARGET_BONUS)
+    anchor = "    recorder.finish(model, asdict(config), training_time, step, timed_steps, depth=DEPTH)\n"
+    assert anchor in text
+    (repo / "train.py").write_text(text.replace(anchor, anchor + MADE_UP))
+
+
+def run_benchmark(repo, env, run_dir, timeout=300, **extra):
     run_dir.mkdir(parents=True, exist_ok=True)
     env = dict(env, AUTORESEARCH_RUN="1", AUTORESEARCH_RUN_DIR=str(run_dir),
-               AUTORESEARCH_STEPS_FILE=str(run_dir / "steps.jsonl"))
+               AUTORESEARCH_STEPS_FILE=str(run_dir / "steps.jsonl"), **extra)
     return subprocess.run(["bash", "autoresearch.sh"], cwd=repo, env=env, capture_output=True, text=True,
                           timeout=timeout)
 
@@ -43,9 +75,12 @@ def test_smoke_training_run_learns_and_reports(research_repo, modules, tmp_path)
     repo, env = research_repo
     assert prepare.PROFILE == "smoke" and train.DEPTH == 2      # the fitted smoke tier
     before = untrained_bpb(prepare, train)
+    attacked = tmp_path / "repo"
+    shutil.copytree(repo, attacked)
+    with_made_up_summary(attacked)
 
     run_dir = tmp_path / "runs" / "1"
-    done = run_benchmark(repo, env, run_dir)
+    done = run_benchmark(attacked, env, run_dir, AUTORESEARCH_KEEP_WEIGHTS="1")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
     metrics = {}
@@ -54,6 +89,10 @@ def test_smoke_training_run_learns_and_reports(research_repo, modules, tmp_path)
         if m:
             metrics[m.group(1)] = float(m.group(2))
     assert [name for name, _ in SUMMARY] == [k for k in metrics if k in dict(SUMMARY)]
+    # What the engine records (its own parser, last value wins) is the harness's number.
+    recorded, _ = metrics_parse(done.stdout)
+    assert recorded["val_bpb"] == metrics["val_bpb"] != 0.01 and recorded["num_steps"] < 999999
+    assert "METRIC(train.py) val_bpb=0.01" in done.stdout
     val_bpb = metrics["val_bpb"]
     assert math.isfinite(val_bpb) and val_bpb < 0.6 * before, (val_bpb, before)
     assert metrics["num_steps"] > 10 and metrics["depth"] == 2
@@ -83,6 +122,29 @@ def test_smoke_training_run_learns_and_reports(research_repo, modules, tmp_path)
     assert summary["settings"]["MAX_SEQ_LEN"] == 256
     sample = (run_dir / "sample.txt").read_text()
     assert sample.startswith("[0] Once upon a time") and len(sample) > 100
+    assert "Causality probe after warm-up: passed" in done.stdout
+
+    # The same weights evaluated here, in the test's process, give the recorded number.
+    saved = torch.load(run_dir / "final_model.pt", weights_only=True)
+    model = train.GPT(train.GPTConfig(**saved["config"]))
+    model.load_state_dict(saved["state_dict"])
+    again = train.harness.evaluate_split(model.eval(), train.DEVICE_BATCH_SIZE, "val", prepare.EVAL_TOKENS)
+    assert again[0] == pytest.approx(val_bpb, abs=2e-6)
+    assert again[1] == pytest.approx(metrics["val_bpb_karpathy"], abs=2e-6)
+
+    # The hidden holdout: in the run folder only, never in anything the run printed.
+    holdout = json.loads((run_dir / "holdout.json").read_text())
+    value = holdout["holdout_bpb"]
+    assert math.isfinite(value) and value < 0.6 * before and holdout["tokens"] == prepare.HOLDOUT_TOKENS
+    printed = done.stdout + done.stderr
+    for shown in (repr(value), f"{value:.6f}", f"{value:.4f}", f"{value:.3f}"):
+        assert shown not in printed
+    assert not any("holdout" in name for name in metrics)
+    assert "holdout" not in json.dumps(summary)
+
+
+def metrics_parse(text):
+    return metrics.parse(text)
 
 
 def test_failed_training_fails_the_benchmark_with_the_reason(research_repo, tmp_path):
@@ -103,21 +165,22 @@ def test_failed_training_fails_the_benchmark_with_the_reason(research_repo, tmp_
     assert "FAIL: no tokenizer" in last and "python prepare.py" in last
 
 
-@pytest.mark.parametrize("printed, metrics, status", [
-    # only the last block counts; non-numeric values are skipped; names keep their case
-    ("---\nval_bpb: 9.0\n---\nval_bpb:          0.991234\nmfu_percent:      n/a\nnum_steps:        12\n"
-     "profile:          smoke\nfingerprint:      smoke-123\n", ["METRIC val_bpb=0.991234", "METRIC num_steps=12"], 0),
-    ("step 1 | loss 3.2\n---\npeak_vram_mb: 10.0\n", [], 1),        # exit 0 but no val_bpb: a failure
-    ("no summary at all\n", [], 1),
+@pytest.mark.parametrize("printed", [
+    "---\nval_bpb:          0.991234\nnum_steps:        12\n",
+    "METRIC val_bpb=0.5\n",
 ])
-def test_benchmark_turns_only_the_last_summary_block_into_metrics(tmp_path, printed, metrics, status):
+def test_a_summary_printed_by_train_py_alone_is_never_a_metric(tmp_path, printed):
+    """train.py prints a summary and exits 0 without leaving weights: the harness's evaluation fails."""
     repo = tmp_path / "repo"
     repo.mkdir()
     shutil.copy(ROOT / "autoresearch.sh", repo)
+    for name in ("harness.py", "prepare.py"):
+        shutil.copy(ROOT / "assets" / name, repo)
     (repo / "train.py").write_text(f"import sys\nsys.stdout.write({printed!r})\n")
-    done = subprocess.run(["bash", "autoresearch.sh"], cwd=repo, capture_output=True, text=True, timeout=60,
-                          env={"PATH": "/usr/bin:/bin", "AUTORESEARCH_PYTHON": sys.executable})
-    assert done.returncode == status, done.stderr
-    assert [line for line in done.stdout.splitlines() if line.startswith("METRIC")] == metrics
-    if status:
-        assert "autoresearch.sh: train.py exited 0 but printed no numeric val_bpb" in done.stderr
+    env = {"PATH": "/usr/bin:/bin", "AUTORESEARCH_PYTHON": sys.executable,
+           "AUTORESEARCH_CACHE": str(tmp_path / "cache"), "AUTORESEARCH_RUN_DIR": str(tmp_path / "run")}
+    done = subprocess.run(["bash", "autoresearch.sh"], cwd=repo, capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 1, done.stderr
+    found, _ = metrics.parse(done.stdout)
+    assert "val_bpb" not in found
+    assert "autoresearch.sh: the evaluation failed" in done.stderr

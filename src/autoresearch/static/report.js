@@ -701,7 +701,8 @@
       width: chartWidth(el), height: 220, scales: { x: { time: false } }, legend: { show: true },
       series: [{ label: 'run' }, { label: 'cumulative cost', stroke: '#b45309', width: 2, points: { show: true, size: 5 },
         value: function (u, v) { return money(v); } }],
-      axes: [{ label: 'run', size: 36 }, { size: 60, values: function (u, vals) { return vals.map(money); } }]
+      axes: [{ label: 'run', size: 36, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000] },
+        { size: 60, values: function (u, vals) { return vals.map(money); } }]
     }, [xs, ys], el);
     state.charts++;
   }
