@@ -304,6 +304,7 @@ def overall_summary(runs, last, kwh_price):
     stamps = sorted(r["timestamp"] for r in runs if r["timestamp"] is not None)
     span_h = (stamps[-1] - stamps[0]) / 3.6e6 if len(stamps) >= 2 else None
     durations = [r["duration_s"] for r in runs if r["duration_s"] is not None]
+    aborts = [r["early_abort"] for r in runs if isinstance(r.get("early_abort"), dict)]
     return {
         "runs": len(runs),
         "counts": counts,
@@ -313,6 +314,9 @@ def overall_summary(runs, last, kwh_price):
         "runsPerHour": (len(stamps) - 1) / span_h if span_h and span_h >= RATE_MIN_HOURS
         and len(stamps) >= RATE_MIN_RUNS else None,
         "gpuHours": sum(durations) / 3600 if durations else None,
+        # runs the engine stopped early behind the best (init --early-abort), and the time that saved
+        "earlyAborts": len(aborts),
+        "earlyAbortSavedHours": sum(a.get("saved_s") or 0 for a in aborts) / 3600 if aborts else None,
         "runsWithDuration": len(durations),
         "longestNoKeep": last.longest_non_keeps if last else 0,
         "currentNoKeep": last.consecutive_non_keeps if last else 0,

@@ -101,6 +101,11 @@ def test_early_abort_stops_a_candidate_clearly_behind_and_spares_one_ahead(tmp_p
     assert behind["metric"] is None
     ahead = run_json(repo, "curve:5.0:2.9")
     assert ahead["status"] == "keep" and ahead.get("early_abort") is None, ahead
+    # The report counts the stopped run and the time it saved.
+    proc = repo.cli("report", "--json")
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)["summary"]
+    assert summary["earlyAborts"] == 1 and summary["earlyAbortSavedHours"] * 3600 == abort["saved_s"]
 
 
 def test_early_abort_is_off_unless_turned_on(tmp_path):

@@ -134,6 +134,8 @@
           : isNum(s.spanHours) ? 'runs span ' + duration(s.spanHours * 3600) + ': too short for a rate' : ''),
       card('GPU hours', isNum(s.gpuHours) ? s.gpuHours.toFixed(2) : '–',
         s.runsWithDuration + ' of ' + s.runs + ' runs timed'),
+      s.earlyAborts ? card('saved by early abort', isNum(s.earlyAbortSavedHours) ? duration(s.earlyAbortSavedHours * 3600) : '–',
+        s.earlyAborts + (s.earlyAborts === 1 ? ' run' : ' runs') + ' stopped behind the best', null, 'early-abort') : null,
       card('longest streak without a keep', s.longestNoKeep + (s.longestNoKeep === 1 ? ' run' : ' runs'),
         'current streak ' + s.currentNoKeep, null, 'streaks')
     );
