@@ -5,12 +5,19 @@ The agent must not run it (the PreToolUse hook refuses it, like reads of the hol
 the holdout is a number the agent never saw.
 """
 
+import argparse
+
 from autoresearch import cli, holdout, log, output, research
+
+EXAMPLES = """examples:
+  autoresearch verify          # the table and the verdict, in a terminal
+  autoresearch verify --json   # the same as one JSON object
+"""
 
 
 def add_parsers(sub):
     p = sub.add_parser("verify", help="for the person: validation and hidden holdout of every kept run",
-                       description=__doc__)
+                       description=__doc__, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_verify)
 
