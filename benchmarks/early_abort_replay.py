@@ -76,6 +76,15 @@ def replay(corpus, rule):
             "stops": stopped}
 
 
+def summary_line(res):
+    rule = res["rule"]
+    return (f"at={rule['at']} z={rule['z']} floor={rule['floor']} confirm={rule['confirm']}: "
+            f"{res['runs']} runs, {res['checked']} candidates checked, {res['stopped']} stopped, "
+            f"{res['stopped_keeps']} of them eventual keeps; saved {res['saved_s']:.0f} s of "
+            f"{res['night_s']:.0f} s on the corpus; projected {res['gpu_saved_s']:.0f} GPU-s of "
+            f"{res['gpu_night_s']:.0f} at a 300 s budget")
+
+
 def make(repo, out):
     """A research repo's recorded night (log + run folders) as a corpus folder: records and steps."""
     repo, out = Path(repo), Path(out)
@@ -121,12 +130,7 @@ def main(argv=None):
         print(json.dumps(results[0] if len(results) == 1 else results))
         return 0
     for res in results:
-        rule = res["rule"]
-        print(f"rule at={rule['at']} z={rule['z']} floor={rule['floor']} confirm={rule['confirm']}: "
-              f"{res['runs']} runs, {res['checked']} candidates checked, {res['stopped']} stopped, "
-              f"{res['stopped_keeps']} of them eventual keeps; saved {res['saved_s']:.0f} s of "
-              f"{res['night_s']:.0f} s on the corpus; projected {res['gpu_saved_s']:.0f} GPU-s of "
-              f"{res['gpu_night_s']:.0f} at a 300 s budget")
+        print(summary_line(res))
     for s in results[0]["stops"]:
         print(f"  run {s['run']} ({s['status']}): {s['description']}: stopped at {100 * s['at']:.0f}%, "
               f"loss {s['loss']} vs {s['best_loss']}, saves {s['saved_s']} s")

@@ -69,10 +69,10 @@ def measure(config, run, run_dir, workdir, echo=None, on_start=None, on_phase=No
     lines = runner.MetricLines()
 
     def begin(pid):
+        if watch is not None:   # first: on_start records the pid, then the command starts at once
+            watch.begin(pid)
         if on_start:
             on_start(pid)
-        if watch is not None:
-            watch.begin(pid)
     try:
         result = runner.run(config.command, workdir, env, out_path, timeout, echo=echo, on_start=begin,
                             cap_bytes=output_cap(config), on_line=lines, preexec=preexec)

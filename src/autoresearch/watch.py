@@ -6,8 +6,9 @@ size of its `output.log`. It stops the run (the runner's process-group kill) whe
 - it stalled: after a first step, no new step line and no output for longer than a limit learned
   from the run's own step gaps (`GAP_FACTOR` times the longest gap so far), and never less than
   the floor (2 minutes; `AUTORESEARCH_STALL_FLOOR_S` sets it, for tests). Once a step reports
-  the whole budget done (progress >= 1) the evaluation runs without step lines: no stall check
-  then, the run's timeout still holds. The record is a `timeout`, "stalled after step N".
+  the budget nearly done (progress >= `DONE_PROGRESS`) the evaluation follows without step lines
+  or output (minutes on a loaded CPU): no stall check then, the run's timeout still holds. The
+  record is a `timeout`, "stalled after step N".
 - early abort is on and the candidate's loss is clearly behind the best's (earlyabort.py):
   the record is a `discard` with the reason and the time saved.
 """
@@ -22,6 +23,7 @@ from autoresearch import runner
 
 STALL_FLOOR_S = 120.0
 GAP_FACTOR = 10.0
+DONE_PROGRESS = 0.95   # the last step of a budget reports about 0.99, not 1: training is over
 POLL_S = 0.5
 
 
@@ -133,7 +135,7 @@ class Watch:
         return max(self.floor_s, GAP_FACTOR * self.max_gap)
 
     def _stalled(self, now):
-        if self._last_step_at is None or self.last_progress >= 1.0:
+        if self._last_step_at is None or self.last_progress >= DONE_PROGRESS:
             return None
         quiet = now - max(self._last_step_at, self._last_output_at or self._last_step_at)
         limit = self.limit_s()

@@ -1,9 +1,10 @@
 """The hidden holdout on the real route: the ML template, the real engine, CPU smoke runs.
 
-A night of three runs: the baseline measured twice (noise), then a change that leaks the
-validation split into training (train.py trains on "val" batches instead of "train"). The engine
-keeps it (validation improved); `autoresearch verify` warns that the night fitted the validation
-set (the holdout did not improve), and no output the agent reads carries a holdout value.
+A night of three runs: the baseline measured twice (noise), then an edit of train.py. Every run
+leaves its holdout value in its folder; `autoresearch verify` shows them; no output the agent
+reads carries one (tests/agent_outputs.py greps them all). The warning itself is tested in
+tests/engine/test_engine_holdout.py: the template's harness refuses the data loaders and files in
+train.py, so a change that trains on the validation split cannot be written here.
 """
 
 import json
@@ -14,11 +15,10 @@ import sys
 from agent_outputs import collect, leaks
 from conftest import run_cli
 
-LEAK_FROM = "harness.train_batches(DEVICE_BATCH_SIZE, device)"
-LEAK_TO = 'harness.prepare.make_dataloader(None, DEVICE_BATCH_SIZE, harness.prepare.MAX_SEQ_LEN, "val", device=device)'
+EDIT = ("UNEMBEDDING_LR = 0.004", "UNEMBEDDING_LR = 0.008")
 
 
-def test_a_change_that_trains_on_validation_is_warned_about_and_hidden_from_the_agent(tmp_path):
+def test_the_holdout_of_a_real_night_reaches_verify_and_nothing_the_agent_reads(tmp_path):
     repo, cache = tmp_path / "night", tmp_path / "cache"
     repo.mkdir()
     env = {"AUTORESEARCH_CACHE": str(cache), "AUTORESEARCH_PYTHON": sys.executable}
@@ -38,16 +38,15 @@ def test_a_change_that_trains_on_validation_is_warned_about_and_hidden_from_the_
     assert prep.returncode == 0, prep.stdout + prep.stderr
     outputs = [cli("run", "-m", "baseline").stdout]
     train = (repo / "train.py").read_text()
-    assert LEAK_FROM in train
-    (repo / "train.py").write_text(train.replace(LEAK_FROM, LEAK_TO))
-    outputs.append(cli("run", "-m", "train on more data").stdout)
+    assert EDIT[0] in train
+    (repo / "train.py").write_text(train.replace(*EDIT))
+    outputs.append(cli("run", "-m", "unembedding LR 2x").stdout)
     runs = [json.loads(line) for line in (repo / "autoresearch.jsonl").read_text().splitlines() if '"run"' in line]
-    assert [r["status"] for r in runs] == ["keep", "discard", "keep"], [(r["status"], r["reason"]) for r in runs]
-    data = json.loads(cli("verify", "--json").stdout)
+    assert [r["status"] for r in runs][:2] == ["keep", "discard"] and runs[2]["metric"] is not None, runs
     holdouts = [json.loads((repo / ".autoresearch" / "runs" / str(n) / "holdout.json").read_text())["holdout_bpb"]
                 for n in (1, 2, 3)]
-    assert data["validation_gain"] > data["validation_threshold"], data
-    assert data["holdout_gain"] <= data["holdout_threshold"], data
-    assert data["warning"].startswith("the night fitted the validation set"), data
-    assert "WARNING: the night fitted the validation set" in cli("verify").stdout
+    data = json.loads(cli("verify", "--json").stdout)
+    assert data["rows"][0]["holdout"] == sorted(holdouts[:2])[0] or data["rows"][0]["holdout"] == sum(holdouts[:2]) / 2
+    assert data["holdout_noise"] == "repeats"
+    assert f"{data['rows'][0]['holdout']:12.6g}".strip() in cli("verify").stdout
     assert leaks(collect(repo, outputs), holdouts) == []
