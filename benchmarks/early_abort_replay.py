@@ -3,7 +3,7 @@
 A corpus is a folder with `manifest.json` (the night's run records: run, status, metric,
 description, repeat_of, scope_hash, duration_s, and the harness's training_seconds and
 eval_seconds) and `runs/N/steps.jsonl` (each run's steps file, as the harness wrote it). The
-recorded night of `tests/fixtures/early_abort/cpu-smoke-night` was made with the real ML template
+recorded nights of `tests/fixtures/early_abort/` (one folder each) were made with the real ML template
 on CPU (smoke profile) and varied edits of train.py (`--make` turns a research repo's night into
 such a folder).
 
@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from autoresearch import earlyabort, log  # noqa: E402
 
-DEFAULT_CORPUS = ROOT / "tests" / "fixtures" / "early_abort" / "cpu-smoke-night"
+DEFAULT_CORPUS = ROOT / "tests" / "fixtures" / "early_abort"
 GPU_BUDGET_S = 300.0
 FIELDS = ("run", "status", "metric", "description", "repeat_of", "scope_hash", "duration_s")
 
@@ -43,7 +43,27 @@ def load(corpus):
     return manifest, runs, (lambda n: str(corpus / "runs" / str(n)))
 
 
+def nights(corpus):
+    """The night folders of a corpus: itself when it has a manifest, else its sub-folders that do."""
+    corpus = Path(corpus)
+    if (corpus / "manifest.json").exists():
+        return [corpus]
+    return sorted(p for p in corpus.iterdir() if (p / "manifest.json").exists())
+
+
 def replay(corpus, rule):
+    """The rule over every night of the corpus, added up."""
+    parts = [replay_night(night, rule) for night in nights(corpus)]
+    total = {"corpus": str(corpus), "nights": len(parts)}
+    for key in ("runs", "checked", "stopped", "stopped_keeps", "saved_s", "night_s", "gpu_saved_s", "gpu_night_s"):
+        total[key] = round(sum(p[key] for p in parts), 1) if isinstance(parts[0][key], float) else \
+            sum(p[key] for p in parts)
+    total["rule"] = parts[0]["rule"]
+    total["stops"] = [dict(s, night=Path(p["corpus"]).name) for p in parts for s in p["stops"]]
+    return total
+
+
+def replay_night(corpus, rule):
     manifest, runs, run_dir_of = load(corpus)
     extra = {r["run"]: r for r in manifest["runs"]}
     checked, stopped = 0, []
@@ -79,7 +99,7 @@ def replay(corpus, rule):
 def summary_line(res):
     rule = res["rule"]
     return (f"at={rule['at']} z={rule['z']} floor={rule['floor']} confirm={rule['confirm']}: "
-            f"{res['runs']} runs, {res['checked']} candidates checked, {res['stopped']} stopped, "
+            f"{res['runs']} runs in {res['nights']} nights, {res['checked']} candidates checked, {res['stopped']} stopped, "
             f"{res['stopped_keeps']} of them eventual keeps; saved {res['saved_s']:.0f} s of "
             f"{res['night_s']:.0f} s on the corpus; projected {res['gpu_saved_s']:.0f} GPU-s of "
             f"{res['gpu_night_s']:.0f} at a 300 s budget")
@@ -132,7 +152,7 @@ def main(argv=None):
     for res in results:
         print(summary_line(res))
     for s in results[0]["stops"]:
-        print(f"  run {s['run']} ({s['status']}): {s['description']}: stopped at {100 * s['at']:.0f}%, "
+        print(f"  {s['night']} run {s['run']} ({s['status']}): {s['description']}: stopped at {100 * s['at']:.0f}%, "
               f"loss {s['loss']} vs {s['best_loss']}, saves {s['saved_s']} s")
     return 0
 
