@@ -229,7 +229,7 @@ def _consume(state, raw, runs, whole_log=None):
     is the whole log at that path, read as log.read does (the hash chain checked there)."""
     end = raw.rfind(b"\n") + 1
     whole = raw[:end]
-    if whole:
+    if whole or whole_log is not None:   # an empty log too: the chain may say it lost its records
         warnings = []
         if whole_log is not None:
             records = log.verified(whole, whole_log, warnings.append)

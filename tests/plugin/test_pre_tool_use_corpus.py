@@ -112,6 +112,16 @@ def test_the_holdout_is_never_read(repo, holdout):
         assert "holdout" in (call(repo, "Bash", command=command) or ""), command
 
 
+def test_the_commands_and_the_page_that_show_the_holdout_are_refused(repo, holdout):
+    for command in ["autoresearch verify", "cd /r && autoresearch verify --json", "python3 -m autoresearch verify",
+                    "autoresearch report --holdout -o /tmp/r.html", "bin/autoresearch   verify | head"]:
+        assert "holdout" in (call(repo, "Bash", command=command) or ""), command
+    assert "holdout" in call(repo, "Read", file_path=".autoresearch/holdout-report.html")
+    for command in ["autoresearch report", "autoresearch status", "autoresearch run -m 'verify the loss'",
+                    "git commit -m 'verify' && autoresearch run -m x", 'autoresearch run -m "please verify it"']:
+        assert call(repo, "Bash", command=command) is None, command
+
+
 def test_the_rest_of_the_data_and_the_runs_stay_readable(repo, holdout):
     assert call(repo, "Read", file_path=str(holdout / "val.bin")) is None
     assert call(repo, "Bash", command=f"ls -la {holdout}") is None
