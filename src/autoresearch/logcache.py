@@ -26,6 +26,7 @@ import os
 from dataclasses import dataclass, field
 
 from autoresearch import ledger, log, summary
+from autoresearch.chain import git_dir
 from autoresearch.files import write_atomic
 
 VERSION = 2
@@ -121,7 +122,7 @@ def _line_hash(line):
 
 def _tip(repo):
     """The chain's tip ({hash, before, size}) from the git directory, or None (an unchained log)."""
-    gd = _git_dir(repo.root)
+    gd = git_dir(repo.root)
     if gd is None:
         return None
     try:
@@ -267,23 +268,9 @@ def _add_record(state, record, runs):
 
 # --- the cache file
 
-def _git_dir(root):
-    dot = os.path.join(root, ".git")
-    if os.path.isdir(dot):
-        return dot
-    try:
-        with open(dot, encoding="utf-8") as f:
-            text = f.read().strip()
-    except OSError:
-        return None
-    if not text.startswith("gitdir:"):
-        return None
-    return os.path.normpath(os.path.join(root, text[len("gitdir:"):].strip()))
-
-
 def _secret(repo):
     """The cache's HMAC key, made on first use; None when there is no git directory to keep it."""
-    gd = _git_dir(repo.root)
+    gd = git_dir(repo.root)
     if gd is None:
         return None
     folder = os.path.join(gd, "autoresearch")

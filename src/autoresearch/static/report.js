@@ -182,6 +182,8 @@
           : isNum(s.spanHours) ? 'runs span ' + duration(s.spanHours * 3600) + ': too short for a rate' : ''),
       card('GPU hours', isNum(s.gpuHours) ? s.gpuHours.toFixed(2) : '–',
         s.runsWithDuration + ' of ' + s.runs + ' runs timed'),
+      s.earlyAborts ? card('saved by early abort', isNum(s.earlyAbortSavedHours) ? duration(s.earlyAbortSavedHours * 3600) : '–',
+        s.earlyAborts + (s.earlyAborts === 1 ? ' run' : ' runs') + ' stopped behind the best', null, 'early-abort') : null,
       card('longest streak without a keep', s.longestNoKeep + (s.longestNoKeep === 1 ? ' run' : ' runs'),
         'current streak ' + s.currentNoKeep, null, 'streaks')
     );
@@ -295,6 +297,30 @@
 
   // ------------------------------------------------------------ waves (runs of a pool)
   // One row per wave, and a chart of the control's value and the idle GPU share per wave.
+  // The hidden holdout: only in a page written for the person (`autoresearch report` in a
+  // terminal, or --holdout); never in serve's model.
+  function renderHoldout(m) {
+    var hd = m.holdout;
+    var box = document.getElementById('holdout-box');
+    box.hidden = !hd;
+    if (!hd) return;
+    var warn = document.getElementById('holdout-warning');
+    warn.hidden = !hd.warning;
+    warn.textContent = hd.warning ? 'Warning: ' + hd.warning : '';
+    var t = clear(document.getElementById('holdout'));
+    add(t, add(h('tr'), h('th', null, 'run'), h('th', null, 'commit'), h('th', null, m.metricName || 'validation'),
+      h('th', null, 'holdout'), h('th', null, 'description')));
+    (hd.rows || []).forEach(function (r) {
+      add(t, add(h('tr'), h('td', 'num', '#' + r.run), h('td', null, r.commit || ''), h('td', 'num', fmt(r.validation)),
+        h('td', 'num', isNum(r.holdout) ? fmt(r.holdout) : '–'), h('td', null, r.description || '')));
+    });
+    document.getElementById('holdout-note').textContent = isNum(hd.validation_gain)
+      ? 'kept chain: validation gained ' + fmt(hd.validation_gain) + ' (threshold ' + fmt(hd.validation_threshold) +
+        '), holdout gained ' + (isNum(hd.holdout_gain) ? fmt(hd.holdout_gain) : '–') + ' (threshold ' +
+        fmt(hd.holdout_threshold) + ')'
+      : 'needs two kept runs to compare';
+  }
+
   function renderWaves(m) {
     var waves = m.waves || [];
     var box = document.getElementById('waves-box');
@@ -805,7 +831,7 @@
     m = unpack(m);
     var first = !state.model;
     state.model = m;
-    renderHeader(m); renderSummary(m); renderProgress(m); renderWaves(m); renderCost(m); renderTable(m);
+    renderHeader(m); renderSummary(m); renderProgress(m); renderHoldout(m); renderWaves(m); renderCost(m); renderTable(m);
     var linked = /^#run=(-?\d+)$/.exec(location.hash);
     if (first && linked && runByNumber(Number(linked[1]))) state.selected = Number(linked[1]);
     var keep = state.selected !== null && runByNumber(state.selected);
