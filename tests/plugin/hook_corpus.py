@@ -96,13 +96,6 @@ WRITES = [
     # substitutions and variables
     "echo \"$(rm prepare.py)\"",
     "echo `rm prepare.py`",
-    # the output of $(...) kept in a variable; comments, read the way bash reads them
-    "f=$(echo prepare.py); rm \"$f\"",
-    "f=\"$(echo prepare.py)\"; rm $f",
-    "for f in $(ls); do rm -f $f; done",
-    "f=$(mktemp; echo prepare.py); rm $f",
-    "# it's only a note\nrm prepare.py",
-    "(echo hi)#'\nrm prepare.py",
     "x=$(cp train.py prepare.py)",
     "f=prepare.py; echo x > $f",
     "f=prepare.py && sed -i s/a/b/ \"$f\"",
@@ -203,6 +196,15 @@ WRITES = [
     "{ echo a; echo b; } > prepare.py",
     "echo x 2>&1 >prepare.py",
     "sort -o prepare.py train.py",
+    "# the harness's copy\necho x > prepare.py   # an apostrophe in a comment opens no quote: '",
+    "f=$(echo prepare.py; mktemp) && echo x > $f",
+    "f=$(echo prepare.py); echo x > $f",
+    'f="$(echo prepare.py)"; echo x > "$f"',
+    "for f in $(ls); do rm -f $f; done",
+    'f="$(mktemp -p .; echo prepare.py)"; rm $f',
+    "(echo hi)#'\nrm prepare.py",
+    "echo $(true)#x > prepare.py",
+    "echo $'a\\' #' > prepare.py",
 ]
 
 READS = [
@@ -314,9 +316,10 @@ READS = [
     "stat prepare.py",
     "python3 -m pytest -q",
     "uv run train.py",
+    "t=$(mktemp -d) && echo x > $t/out   # it's a new folder",
     "echo hi > sub/out.txt  # it's a note",
     "echo a # $(rm prepare.py)",
-    "t=$(mktemp); echo x > \"$t\"",
+    "echo $(echo a)#' > prepare.py'",
     "d=$(mktemp -d) && cp prepare.py \"$d/\" && sed -i 's/a/b/' \"$d/prepare.py\"",
 ]
 
