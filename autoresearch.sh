@@ -34,7 +34,9 @@ trap cleanup EXIT
 ) &
 evpid=$!
 
-PYTHONUNBUFFERED=1 "${PY[@]}" train.py 2>&1 | sed -u 's/METRIC/METRIC(train.py)/g' | tee "$tmp/train"
+# train.py runs sealed off the holdout (harness.py train: Landlock, then exec train.py); the
+# evaluator above was started outside that seal and still reads it.
+PYTHONUNBUFFERED=1 "${PY[@]}" -I harness.py train train.py 2>&1 | sed -u 's/METRIC/METRIC(train.py)/g' | tee "$tmp/train"
 status=${PIPESTATUS[0]}
 
 if [ "$status" -ne 0 ]; then
