@@ -194,3 +194,16 @@ def test_the_rule_arithmetic_never_leaves_the_finite_floats():
     assert decide.confidence(1.0, 5e-324) == FLOAT_MAX
     assert decide.percent(1e10, 1e-300) is None and decide.percent(1.0, 0) is None
     assert decide.percent(-0.5, 2.0) == -25.0
+
+
+def test_early_abort_reads_huge_training_losses_without_overflow():
+    from autoresearch import earlyabort
+    high, low = earlyabort.Curve(), earlyabort.Curve()
+    for i in range(1, 11):
+        high.add({"progress": i / 10, "loss": 1.7e308})
+        low.add({"progress": i / 10, "loss": -1.7e308})
+    assert high.smoothed(0.5) == 1.7e308                      # a mean of huge losses is finite
+    assert earlyabort.spread([[high, low]]) == FLOAT_MAX     # statistics.stdev alone overflows
+    assert earlyabort.spread([[high, high], [low, low]]) == 0.0
+    reference = earlyabort.Reference(1, low, earlyabort.spread([[high, low]]))
+    assert earlyabort.replay(high, reference) is None         # behind by more than a float: no verdict
