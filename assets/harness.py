@@ -813,8 +813,13 @@ def install_guard():
     if not _GUARD["installed"]:
         sys.addaudithook(_audit)
         _GUARD["installed"] = True
-        _WATCHED.update({name: (dict(space), tuple(space), tuple(map(id, space.values())))
-                         for name, space in _watched_namespaces().items()})
+        _WATCHED.update(_snapshot_namespaces())
+
+
+def _snapshot_namespaces():
+    """name -> (a copy of the namespace, its names in order, the ids of their objects)."""
+    return {name: (dict(space), tuple(space), tuple(map(id, space.values())))
+            for name, space in _watched_namespaces().items()}
 
 
 def load_train_module(path):
