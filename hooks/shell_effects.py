@@ -145,6 +145,31 @@ def _split_operator(text):
     return out
 
 
+def strip_comments(text):
+    """`text` without its comments: from a `#` that starts a word outside quotes to the end of
+    the line, as bash reads it (so an apostrophe in a comment opens no quote)."""
+    out, i, n, quote = [], 0, len(text), None
+    while i < n:
+        c = text[i]
+        if quote == "'":
+            quote = None if c == "'" else quote
+        elif c == "\\" and quote != "'":
+            out.append(text[i:i + 2])
+            i += 2
+            continue
+        elif quote == '"':
+            quote = None if c == '"' else quote
+        elif c in "'\"":
+            quote = c
+        elif c == "#" and (i == 0 or text[i - 1] in " \t\n;&|()<>"):
+            while i < n and text[i] != "\n":
+                i += 1
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
 def tokens(command):
     """Words and operators of `command`, with whether each word was quoted (shlex, plus the
     source span of each token to tell a quoted `'>'` from the operator)."""
@@ -255,8 +280,8 @@ class Shell:
                 known = self.vars.get(name) if name else None
                 if known is None and name and name in os.environ:
                     known = [os.environ[name]]
-                if known is None:
-                    return [UNKNOWN]
+                if known is None or any(isinstance(k, Unknown) for k in known):
+                    return [UNKNOWN]   # NAME=$(cmd) and the like: the output is not knowable
                 expanded += [value[:match.start()] + k + value[match.end():] for k in known]
             results = expanded
         if any(VARIABLE.search(v) for v in results):
@@ -284,6 +309,7 @@ def analyse(command, cwd, effects=None, shell=None):
         effects.writes.append(Somewhere(shell.cwd, None, "commands nested too deep to follow"))
         return effects
     text, bodies = split_heredocs(command)
+    text = strip_comments(text)
     for word_text in _substitution_sources(text):
         analyse(word_text, shell.cwd, effects, Shell(shell.cwd, shell.vars, shell.depth + 1))
     words = tokens(text)
@@ -302,24 +328,33 @@ def analyse(command, cwd, effects=None, shell=None):
             comment = True   # bash: a word starting with # ends the line there
             tok = Token(NEWLINE, op=True)
         if tok.op and tok.text in ("(", "<(", ">("):
+            glued = None   # NAME=$( ... ) unquoted: the word is rebuilt with its command at ")"
             if current and isinstance(current[-1], Token) and current[-1].text == "$":
                 current[-1] = UNKNOWN   # $( ... ): the value is the output of the inner command
+            elif current and isinstance(current[-1], Token) and not current[-1].quoted \
+                    and current[-1].text.endswith("$") and tok.text == "(":
+                glued = [current[-1].text[:-1], True]   # [text before "$", inner is one command]
             if tok.text != "(":
                 current.append(UNKNOWN)   # <(...) / >(...) stands for a path we cannot name
-            stack.append((current, shell.cwd, pending_pipe))
+            stack.append((current, shell.cwd, pending_pipe, glued))
             current, pending_pipe = [], False
             continue
         if tok.op and tok.text == ")":
+            inner = current
             previous_out = _run_segment(Segment(current, piped_in=pending_pipe,
                                                 stdin=previous_out if pending_pipe else None),
                                         shell, effects, bodies)
             if stack:
-                current, cwd_before, pending_pipe = stack.pop()
+                current, cwd_before, pending_pipe, glued = stack.pop()
                 shell.cwd = cwd_before
+                if glued:
+                    current[-1] = _glued_word(glued, inner)
             else:
                 current = []
             continue
         if tok.op and tok.text in SEPARATORS:
+            if stack and stack[-1][3]:
+                stack[-1][3][1] = False   # $( a; b ): more than one command, its output unknown
             if current:
                 out = _run_segment(Segment(current, piped_in=pending_pipe,
                                            stdin=previous_out if pending_pipe else None), shell, effects, bodies)
@@ -412,6 +447,15 @@ def _redirections(segment, shell, effects, bodies):
 
 def _is_fd(token):
     return isinstance(token, Token) and (token.text.isdigit() or token.text == "-")
+
+
+def _glued_word(glued, inner):
+    """The word `prefix$(inner)` once its command is read: `NAME=$(mktemp ...)` names a new file,
+    any other command's output is unknown (Shell.values decides from the rebuilt text)."""
+    prefix, single = glued
+    if single and inner and isinstance(inner[0], Token) and inner[0].text == "mktemp":
+        return Token(prefix + "$(mktemp)")
+    return Token(prefix + "$(...)")
 
 
 def _assignments(words, shell):

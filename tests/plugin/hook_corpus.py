@@ -196,6 +196,10 @@ WRITES = [
     "{ echo a; echo b; } > prepare.py",
     "echo x 2>&1 >prepare.py",
     "sort -o prepare.py train.py",
+    "# the harness's copy\necho x > prepare.py   # an apostrophe in a comment opens no quote: '",
+    "f=$(echo prepare.py; mktemp) && echo x > $f",
+    "f=$(echo prepare.py); echo x > $f",
+    'f="$(echo prepare.py)"; echo x > "$f"',
 ]
 
 READS = [
@@ -307,6 +311,7 @@ READS = [
     "stat prepare.py",
     "python3 -m pytest -q",
     "uv run train.py",
+    "t=$(mktemp -d) && echo x > $t/out   # it's a new folder",
 ]
 
 

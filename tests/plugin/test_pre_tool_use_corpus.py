@@ -45,7 +45,8 @@ def test_the_corpus_is_big_enough_and_its_writes_really_write(repo, tmp_path):
               "echo prepare.py | xargs rm", "find . -name prepare.py -exec sed -i 's/fixed/easier/' {} \\;",
               "echo `rm prepare.py`", "awk -i inplace '{print}' prepare.py" if _has("gawk") else "patch < evil.patch",
               "printf ',s/fixed/easier/\\nw\\n' | ed -s prepare.py" if _has("ed") else "unzip -o evil.zip",
-              "python3 -c \"open('prepare.py', 'w').write('EVAL = 1')\"", "git restore --source other prepare.py"]
+              "python3 -c \"open('prepare.py', 'w').write('EVAL = 1')\"", "git restore --source other prepare.py",
+              hook_corpus.WRITES[hook_corpus.WRITES.index("sort -o prepare.py train.py") + 1]]
     assert all(c in hook_corpus.WRITES for c in sample)
     for command in sample:
         copy = tmp_path / f"copy{abs(hash(command))}"
