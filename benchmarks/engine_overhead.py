@@ -8,7 +8,11 @@ the same Python (`python -c pass`), and the minimum git bookkeeping a human or a
 per experiment (`git commit` of the change plus `git reset --hard` back), so the result reads as a
 ratio that does not depend on how fast the machine is.
 
-    python benchmarks/engine_overhead.py [--runs 15] [--log-runs 500] [--json]
+    python benchmarks/engine_overhead.py [--runs 15] [--log-runs 500] [--json] [--reference-src DIR]
+
+`--reference-src DIR` also times another checkout's engine (its `src/`, e.g. an export of an
+earlier commit of main) on its own 500-run repo, one experiment of each in turn, and reports
+the ratio of the two medians: what a change costs per experiment, whatever the machine's load.
 """
 
 import argparse
@@ -33,11 +37,21 @@ def main():
     parser.add_argument("--runs", type=int, default=15, help="experiments to time")
     parser.add_argument("--log-runs", type=int, default=500, help="runs already in the log")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--reference-src", metavar="DIR", help="another engine's src/ to time in the same run")
     args = parser.parse_args()
+    reference = None
     with tempfile.TemporaryDirectory() as tmp:
         repo = Path(tmp) / "research"
         setup(repo, args.log_runs)
-        overhead = time_experiments(repo, args.runs)
+        if args.reference_src:
+            other = Path(tmp) / "reference"
+            setup(other, args.log_runs)
+            overhead, reference = [], []
+            for i in range(args.runs):
+                reference += time_experiments(other, 1, src=Path(args.reference_src), first=i)
+                overhead += time_experiments(repo, 1, first=i)
+        else:
+            overhead = time_experiments(repo, args.runs)
         startup = time_reference([sys.executable, "-c", "pass"], repo, args.runs)
         manual = time_manual_git(Path(tmp) / "manual", args.runs)
     result = {
@@ -52,6 +66,10 @@ def main():
                                                  / result["python_startup_median_s"], 1)
     result["overhead_vs_manual_git"] = round(result["engine_overhead_median_s"]
                                              / result["manual_git_median_s"], 1)
+    if reference:
+        result["reference_overhead_median_s"] = round(statistics.median(reference), 4)
+        result["overhead_vs_reference"] = round(result["engine_overhead_median_s"]
+                                                / result["reference_overhead_median_s"], 2)
     if args.json:
         print(json.dumps(result))
     else:
@@ -62,6 +80,9 @@ def main():
               f"({result['python_startup_median_s'] * 1000:.0f} ms)")
         print(f"  = {result['overhead_vs_manual_git']}x a hand-made git commit + reset "
               f"({result['manual_git_median_s'] * 1000:.0f} ms)")
+        if reference:
+            print(f"  = {result['overhead_vs_reference']}x the reference engine "
+                  f"({result['reference_overhead_median_s'] * 1000:.0f} ms, {args.reference_src})")
 
 
 def git(repo, *args):
@@ -98,8 +119,8 @@ def setup(repo, log_runs):
             "scope_hash": f"{n:016x}", "scope_lines": 1, "repeat_of": None})
 
 
-def cli(repo, *args):
-    env = dict(os.environ, PYTHONPATH=str(SRC))
+def cli(repo, *args, src=SRC):
+    env = dict(os.environ, PYTHONPATH=str(src))
     # Measure the engine as users run it: with Python's bytecode cache (some sandboxes turn it off).
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     proc = subprocess.run([sys.executable, "-m", "autoresearch", *args], cwd=repo, env=env,
@@ -109,14 +130,14 @@ def cli(repo, *args):
     return proc
 
 
-def time_experiments(repo, runs):
+def time_experiments(repo, runs, src=SRC, first=0):
     overhead = []
-    for i in range(runs):
+    for i in range(first, first + runs):
         # Even experiments improve (kept: a commit), odd ones regress (discarded: a reset).
         value = 99.5 - i if i % 2 == 0 else 1000.0 + i
         (repo / "value.txt").write_text(f"{value}\n")
         start = time.perf_counter()
-        proc = cli(repo, "run", "-q", "-m", f"experiment {i}", "--json")
+        proc = cli(repo, "run", "-q", "-m", f"experiment {i}", "--json", src=src)
         wall = time.perf_counter() - start
         record = json.loads(proc.stdout)["record"]
         assert record["status"] == ("keep" if i % 2 == 0 else "discard"), record

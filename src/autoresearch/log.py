@@ -11,6 +11,7 @@ a torn last line, the next append starts on a fresh line so the torn one stays i
 and every reader skips it with a warning.
 """
 
+import errno
 import json
 import math
 import os
@@ -50,9 +51,14 @@ def append(path, record, warn=None):
         line = data
         if _ends_without_newline(fd):
             data = b"\n" + data
+        size = os.fstat(fd).st_size
         if folder:
-            chain.begin(folder, line, record[chain.FIELD], os.fstat(fd).st_size + len(data))
-        os.write(fd, data)
+            chain.begin(folder, line, record[chain.FIELD], size + len(data))
+        written = os.write(fd, data)
+        if written != len(data):
+            # A short write (a file size limit, a disk that filled up): no torn line is left.
+            os.ftruncate(fd, size)
+            raise OSError(errno.EFBIG, "the log could not take the whole record (short write)", path)
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -351,6 +357,7 @@ class Config(_Record):
     template: str = None
     start_commit: str = None
     engine: str = None
+    early_abort: object = _optional("dict?")   # {"at": progress} when `init --early-abort` turned it on
     prev: str = None         # the log's hash chain: the hash of the line before (chain.py)
     extra: dict = field(default_factory=dict)
 
@@ -393,6 +400,7 @@ class Run(_Record):
     sandbox: str = None      # what confined the benchmark: "landlock-N" or "none"
     output_cut_bytes: int = None   # bytes of output left out of output.log (its cap)
     tampered: object = _optional("list?")   # status tampered: what the run changed (the engine restored it)
+    early_abort: object = _optional("dict?")   # where the engine stopped a run behind the best (earlyabort.py)
     prev: str = None         # the log's hash chain: the hash of the line before (chain.py)
     extra: dict = field(default_factory=dict)
 
