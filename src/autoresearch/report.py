@@ -266,22 +266,33 @@ def normalise_run(record, segment):
     """A `log.Run` as the page shows it: its known fields (listed by the Run dataclass alone)
     with safe types, text for text fields, finite numbers or null, bounded objects."""
     out = {}
-    for f in dataclasses.fields(arlog.Run):
-        if f.name in ("extra", "segment"):
-            continue
-        value = getattr(record, f.name)
-        if f.type is str:
-            out[f.name] = _text(value)
-        elif f.type in (int, float):
-            out[f.name] = _num(value)
+    for name, kind in _run_fields():
+        value = getattr(record, name)
+        if kind == "text":
+            out[name] = _text(value)
+        elif kind == "number":
+            out[name] = _num(value)
         else:
-            out[f.name] = _clean(value) if value is not None else None
+            out[name] = _clean(value) if value is not None else None
     out["segment"] = segment   # the segment the run sits in, whatever the record says
     out["status"] = out["status"] or "unknown"
     out["commit"] = out["commit"][:40]
     out["wave"] = _num(record.extra.get("wave"))          # runs of a pool's waves
     out["role"] = _text(record.extra.get("role")) or None
     return out
+
+
+_RUN_FIELDS = []
+
+
+def _run_fields():
+    """(name, kind) of the Run dataclass's fields the page shows, worked out once (not per run)."""
+    if not _RUN_FIELDS:
+        for f in dataclasses.fields(arlog.Run):
+            if f.name not in ("extra", "segment"):
+                _RUN_FIELDS.append((f.name, "text" if f.type is str else "number" if f.type in (int, float)
+                                    else "value"))
+    return _RUN_FIELDS
 
 
 def _annotate(run, before, best):

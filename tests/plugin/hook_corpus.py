@@ -200,6 +200,11 @@ WRITES = [
     "f=$(echo prepare.py; mktemp) && echo x > $f",
     "f=$(echo prepare.py); echo x > $f",
     'f="$(echo prepare.py)"; echo x > "$f"',
+    "for f in $(ls); do rm -f $f; done",
+    'f="$(mktemp -p .; echo prepare.py)"; rm $f',
+    "(echo hi)#'\nrm prepare.py",
+    "echo $(true)#x > prepare.py",
+    "echo $'a\\' #' > prepare.py",
 ]
 
 READS = [
@@ -312,6 +317,10 @@ READS = [
     "python3 -m pytest -q",
     "uv run train.py",
     "t=$(mktemp -d) && echo x > $t/out   # it's a new folder",
+    "echo hi > sub/out.txt  # it's a note",
+    "echo a # $(rm prepare.py)",
+    "echo $(echo a)#' > prepare.py'",
+    "d=$(mktemp -d) && cp prepare.py \"$d/\" && sed -i 's/a/b/' \"$d/prepare.py\"",
 ]
 
 

@@ -43,7 +43,9 @@ def test_the_corpus_is_big_enough_and_its_writes_really_write(repo, tmp_path):
     sample = ["bash -c 'echo x > prepare.py'", "f=prepare.py; echo x > $f", "make hack", "make deep",
               "git checkout other -- prepare.py", "git apply evil.patch", "tar xf evil.tar", "git stash pop",
               "echo prepare.py | xargs rm", "find . -name prepare.py -exec sed -i 's/fixed/easier/' {} \\;",
-              "echo `rm prepare.py`", "awk -i inplace '{print}' prepare.py" if _has("gawk") else "patch < evil.patch",
+              "echo `rm prepare.py`", "(echo hi)#'\nrm prepare.py", "echo $(true)#x > prepare.py",
+              "echo $'a\\' #' > prepare.py",
+              "awk -i inplace '{print}' prepare.py" if _has("gawk") else "patch < evil.patch",
               "printf ',s/fixed/easier/\\nw\\n' | ed -s prepare.py" if _has("ed") else "unzip -o evil.zip",
               "python3 -c \"open('prepare.py', 'w').write('EVAL = 1')\"", "git restore --source other prepare.py",
               hook_corpus.WRITES[hook_corpus.WRITES.index("sort -o prepare.py train.py") + 1]]
