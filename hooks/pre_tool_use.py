@@ -145,6 +145,8 @@ def bash_decision(protection, command, cwd):
     reason = _reads(effects.reads, recursive=False) or _reads(effects.recursive_reads, recursive=True)
     if reason:
         return reason
+    if protected.HOLDOUT_COMMAND.search(command):
+        return hidden_reason("the output of `autoresearch verify` (or `report --holdout`)")
     if protected.HIDDEN_WORD.search(command):
         for word in re.findall(r"[^\s'\"<>|;&()=]*holdout[^\s'\"<>|;&()]*", command, re.IGNORECASE):
             full = os.path.join(cwd, os.path.expanduser(word))

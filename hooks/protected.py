@@ -10,7 +10,9 @@ Not to be read (HIDDEN_*: the holdout split, whose value the agent must never se
 - the holdout split of the prepared data: prepare.py writes each split as <split>.bin and
   <split>.idx.npy in its data folder ($AUTORESEARCH_CACHE, else ~/.cache/autoresearch, then
   prepared/), so holdout.* there;
-- the holdout value the harness writes into each run's folder (.autoresearch/runs/N/holdout*).
+- the holdout value the harness writes into each run's folder (.autoresearch/runs/N/holdout*),
+  and the report page that shows it (.autoresearch/holdout-report.html);
+- the engine commands that print it: `autoresearch verify`, `autoresearch report --holdout`.
 Reading a fixed file is fine: only the holdout is hidden.
 """
 
@@ -25,7 +27,9 @@ import hooklib
 # Relative to the data folder (AUTORESEARCH_CACHE or ~/.cache/autoresearch).
 HIDDEN_DATA = ("*/holdout*",)
 # Relative to the research repo.
-HIDDEN_IN_REPO = (".autoresearch/runs/*/holdout*",)
+HIDDEN_IN_REPO = (".autoresearch/runs/*/holdout*", ".autoresearch/holdout*")
+# Engine commands that print the holdout (for the person, in a terminal): refused to the agent.
+HOLDOUT_COMMAND = re.compile(r"\bautoresearch\s+(?:-\S+\s+)*(?:verify\b|report\b[^|;&\n]*\s--holdout\b)")
 # Secrets of the engine, relative to the research repo: the key that signs the log cache.
 SECRET_IN_REPO = (".git/autoresearch/cache.key",)
 # Inline code that names this reads the holdout, whatever path it builds.

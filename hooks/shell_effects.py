@@ -145,6 +145,107 @@ def _split_operator(text):
     return out
 
 
+COMMENT_AFTER = set(" \t\n;&|(<>")   # an unquoted `#` right after one of these starts a comment
+ANSI_C = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t",
+          "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+
+
+def strip_comments(text):
+    """`text` as shlex can read it the way bash does: without its comments (an unquoted `#` that
+    starts a word, up to the end of the line; after a subshell's `)` too, not after `$(...)`),
+    and with each `$'...'` string written as the plain '...' string it stands for. Quotes are
+    followed ('...', $'...', "...", and $(...) or backticks inside "..."), so an apostrophe in a
+    comment opens no quote and `$'a\\' #'` is one word. None where the quoting cannot be followed
+    to the end (`analyse` then takes a `#` word as a comment, as before)."""
+    out, stack, i, n = [], [], 0, len(text)
+    closed_subshell = -1   # where a `)` ended a subshell (an operator: `#` after it starts a comment)
+    while i < n:
+        c, top = text[i], (stack[-1] if stack else None)
+        if c == "\\":
+            out.append(text[i:i + 2])
+            i += 2
+            continue
+        if top == '"':
+            if c == '"':
+                stack.pop()
+            elif text.startswith("$(", i):
+                stack.append(")")
+                out.append("$(")
+                i += 2
+                continue
+            elif c == "`":
+                stack.append("`")
+            out.append(c)
+            i += 1
+            continue
+        if c == "'" or text.startswith("$'", i):
+            j = _quote_end(text, i)
+            if j < 0:
+                return None
+            out.append(text[i:j] if c == "'" else _ansi_c(text[i + 2:j - 1]))
+            i = j
+            continue
+        if c == "#" and (i == 0 or text[i - 1] in COMMENT_AFTER or i - 1 == closed_subshell):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        if c == '"':
+            stack.append('"')
+        elif text.startswith("$(", i):
+            stack.append(")")
+            out.append("$(")
+            i += 2
+            continue
+        elif c == "(" and top == ")":
+            stack.append(")")
+        elif c == ")" and top == ")":
+            stack.pop()
+        elif c == ")" and not stack:
+            closed_subshell = i
+        elif c == "`":
+            if top == "`":
+                stack.pop()
+            else:
+                stack.append("`")
+        out.append(c)
+        i += 1
+    return None if stack else "".join(out)
+
+
+def _quote_end(text, i):
+    """The index just past the single-quoted string at `i` ('...' or $'...' with its escapes), -1 if open."""
+    if text[i] == "'":
+        j = text.find("'", i + 1)
+        return -1 if j < 0 else j + 1
+    j = i + 2
+    while j < len(text):
+        if text[j] == "\\":
+            j += 2
+            continue
+        if text[j] == "'":
+            return j + 1
+        j += 1
+    return -1
+
+
+def _ansi_c(body):
+    """The '...' string that bash's $'body' stands for (\\n, \\', \\xHH, \\NNN octal...)."""
+    def one(match):
+        esc = match.group(1)
+        if esc[0] in ANSI_C:
+            return ANSI_C[esc[0]]
+        if esc[0] in "xuU":
+            return chr(int(esc[1:], 16)) if len(esc) > 1 else "\\" + esc
+        if esc[0] in "01234567":
+            return chr(int(esc, 8) & 0xFF)
+        if esc[0] == "c" and len(esc) > 1:
+            return chr(ord(esc[1]) & 0x1F)
+        return "\\" + esc
+    value = re.sub(r"\\(x[0-9A-Fa-f]{0,2}|u[0-9A-Fa-f]{0,4}|U[0-9A-Fa-f]{0,8}|[0-7]{1,3}|c.|.)", one, body,
+                   flags=re.DOTALL)
+    return "'" + value.replace("'", "'\"'\"'") + "'"
+
+
 def tokens(command):
     """Words and operators of `command`, with whether each word was quoted (shlex, plus the
     source span of each token to tell a quoted `'>'` from the operator)."""
@@ -239,7 +340,8 @@ class Shell:
         if token.literal:
             return [text]
         inner = substitutions(text)
-        if inner and all(i.strip().startswith("mktemp") for i in inner) and re.fullmatch(r"\$\(.*\)|`.*`", text):
+        if inner and all(i.strip().startswith("mktemp") and not re.search(r"[;&|<>`]|\$\(", i) for i in inner) \
+                and re.fullmatch(r"\$\(.*\)|`.*`", text):
             return [FRESH]   # mktemp only ever makes a new file
         if inner or ("$(" in text) or ("`" in text):
             return [UNKNOWN]
@@ -255,8 +357,8 @@ class Shell:
                 known = self.vars.get(name) if name else None
                 if known is None and name and name in os.environ:
                     known = [os.environ[name]]
-                if known is None:
-                    return [UNKNOWN]
+                if known is None or any(isinstance(k, Unknown) for k in known):
+                    return [UNKNOWN]   # NAME=$(cmd) and the like: the output is not knowable
                 expanded += [value[:match.start()] + k + value[match.end():] for k in known]
             results = expanded
         if any(VARIABLE.search(v) for v in results):
@@ -284,6 +386,8 @@ def analyse(command, cwd, effects=None, shell=None):
         effects.writes.append(Somewhere(shell.cwd, None, "commands nested too deep to follow"))
         return effects
     text, bodies = split_heredocs(command)
+    stripped = strip_comments(text)
+    unstripped, text = stripped is None, text if stripped is None else stripped
     for word_text in _substitution_sources(text):
         analyse(word_text, shell.cwd, effects, Shell(shell.cwd, shell.vars, shell.depth + 1))
     words = tokens(text)
@@ -295,31 +399,40 @@ def analyse(command, cwd, effects=None, shell=None):
                 comment = False
             else:
                 continue
-        if not tok.op and not tok.quoted and tok.text.startswith("#") and not current:
+        if unstripped and not tok.op and not tok.quoted and tok.text.startswith("#") and not current:
             comment = True
             continue
-        if not tok.op and not tok.quoted and tok.text.startswith("#") and current:
+        if unstripped and not tok.op and not tok.quoted and tok.text.startswith("#") and current:
             comment = True   # bash: a word starting with # ends the line there
             tok = Token(NEWLINE, op=True)
         if tok.op and tok.text in ("(", "<(", ">("):
+            glued = None   # NAME=$( ... ) unquoted: the word is rebuilt with its command at ")"
             if current and isinstance(current[-1], Token) and current[-1].text == "$":
                 current[-1] = UNKNOWN   # $( ... ): the value is the output of the inner command
+            elif current and isinstance(current[-1], Token) and not current[-1].quoted \
+                    and current[-1].text.endswith("$") and tok.text == "(":
+                glued = [current[-1].text[:-1], True]   # [text before "$", inner is one command]
             if tok.text != "(":
                 current.append(UNKNOWN)   # <(...) / >(...) stands for a path we cannot name
-            stack.append((current, shell.cwd, pending_pipe))
+            stack.append((current, shell.cwd, pending_pipe, glued))
             current, pending_pipe = [], False
             continue
         if tok.op and tok.text == ")":
+            inner = current
             previous_out = _run_segment(Segment(current, piped_in=pending_pipe,
                                                 stdin=previous_out if pending_pipe else None),
                                         shell, effects, bodies)
             if stack:
-                current, cwd_before, pending_pipe = stack.pop()
+                current, cwd_before, pending_pipe, glued = stack.pop()
                 shell.cwd = cwd_before
+                if glued:
+                    current[-1] = _glued_word(glued, inner)
             else:
                 current = []
             continue
         if tok.op and tok.text in SEPARATORS:
+            if stack and stack[-1][3]:
+                stack[-1][3][1] = False   # $( a; b ): more than one command, its output unknown
             if current:
                 out = _run_segment(Segment(current, piped_in=pending_pipe,
                                            stdin=previous_out if pending_pipe else None), shell, effects, bodies)
@@ -412,6 +525,15 @@ def _redirections(segment, shell, effects, bodies):
 
 def _is_fd(token):
     return isinstance(token, Token) and (token.text.isdigit() or token.text == "-")
+
+
+def _glued_word(glued, inner):
+    """The word `prefix$(inner)` once its command is read: `NAME=$(mktemp ...)` names a new file,
+    any other command's output is unknown (Shell.values decides from the rebuilt text)."""
+    prefix, single = glued
+    if single and inner and isinstance(inner[0], Token) and inner[0].text == "mktemp":
+        return Token(prefix + "$(mktemp)")
+    return Token(prefix + "$(...)")
 
 
 def _assignments(words, shell):

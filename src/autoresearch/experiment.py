@@ -12,13 +12,14 @@ print a short result.
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import sys
 from dataclasses import dataclass, field
 
-from autoresearch import (cli, decide, gitops, integrity, log, logcache, output, preflight, recovery, research,
-                          state, workspace)
+from autoresearch import (cli, decide, earlyabort, gitops, integrity, log, logcache, output, preflight, recovery,
+                          research, state, workspace)
 from autoresearch.errors import Interrupted
 from autoresearch.files import write_atomic
 from autoresearch.measure import measure, run_env
@@ -26,6 +27,7 @@ from autoresearch.plan import Request, make_plan
 from autoresearch.record import TRAPPED, record
 from autoresearch.research import now_ms
 from autoresearch.verdict import judge
+from autoresearch.watch import Watch
 
 EXAMPLES = """examples:
   autoresearch run -m "baseline"
@@ -44,6 +46,9 @@ def add_parsers(sub):
     p.add_argument("--repeat", type=cli.positive_int, metavar="K", help="with --baseline: run it K times (noise)")
     p.add_argument("--force", action="store_true", help="run even if the scope repeats an earlier run")
     p.add_argument("-q", "--quiet", action="store_true", help="don't stream the benchmark's output")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="stream the benchmark's output even when stdout is not a terminal (by default "
+                        "a pipe, like an agent's Bash tool, gets only the verdict; the output is in the run's files)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_run)
 
@@ -131,9 +136,24 @@ def _restore_signals(saved):
 
 
 def _echo_stream(args):
+    """Where the benchmark's output streams: the terminal, or with --verbose any stdout. A pipe (an
+    agent's Bash tool) gets only the verdict: the output is in the run's output.log."""
     if output.wants_json(args):   # --json: the one object and nothing else; the output is in output.log
         return None
+    if not (getattr(args, "verbose", False) or lean(args) is False):
+        return None
     return getattr(sys.stdout, "buffer", None)
+
+
+def lean(args):
+    """True when the result is for a program reading a pipe: stdout is not a terminal and no
+    --verbose. Then only the verdict block is printed, with a short tail on a failure."""
+    if getattr(args, "verbose", False):
+        return False
+    try:
+        return not sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return True
 
 
 @dataclass
@@ -209,8 +229,9 @@ class Experiment:
             current.update(phase="benchmark", token=ws.token)
             state.write_current(repo, current)
             guard = integrity.record(repo, self.config, ws.cwd)
+            watcher = Watch(run_dir, self._abort_checker(repeat_of, pending))
             m = measure(self.config, run, run_dir, ws.cwd, echo=self.echo, on_start=started, on_phase=phase,
-                        env=ws.env, preexec=ws.preexec)
+                        env=ws.env, preexec=ws.preexec, watch=watcher)
             changes = integrity.verify(repo, guard, current, state.current_copy(repo))
             failed = integrity.restore(repo, guard, changes, current, state.current_copy(repo), commit) \
                 if changes else []
@@ -235,6 +256,15 @@ class Experiment:
         if changes:
             integrity.mark_tampered(verdict, changes, failed)
         return verdict
+
+    def _abort_checker(self, repeat_of, pending):
+        """The early-abort check for a candidate (never for a baseline, a repeat or a confirmation),
+        when the segment turned it on and the best run left a curve; else None."""
+        rule = earlyabort.rule_of(self.config)
+        if rule is None or repeat_of is not None or pending is not None or self.request.baseline:
+            return None
+        reference = earlyabort.reference_for(self.runs, self.repo.run_dir)
+        return earlyabort.Checker(reference, rule) if reference is not None else None
 
     def _commit(self, plan, run):
         root = self.repo.root
@@ -308,8 +338,9 @@ class Experiment:
         unit = self.config.metric_unit
         name = self.config.metric_name
         lines = []
+        short = lean(self.args) if self.args is not None else False
         for o in self.done:
-            lines += outcome_lines(o, name, unit, self.config.direction)
+            lines += outcome_lines(o, name, unit, self.config.direction, short=short)
         best = decide.incumbent(self.runs)
         if best:
             lines.append(f"best: run {best.run} ({best.commit}) {name}="
@@ -332,9 +363,21 @@ class Experiment:
         return "\n".join(lines)
 
 
-def outcome_lines(o, name, unit, direction):
+LEAN_TAIL_LINES = 8      # the end of a failed run's output, for a program reading the result
+LEAN_LINE_CHARS = 200
+PROGRESS_LINE = re.compile(r"^\s*step \d+ \(")   # the harness's per-step progress lines
+
+
+def lean_tail(lines):
+    """The last lines of a failure that matter: no step progress lines, no blanks, short lines."""
+    kept = [line for line in lines if line.strip() and not PROGRESS_LINE.match(line)]
+    return [line if len(line) <= LEAN_LINE_CHARS else line[:LEAN_LINE_CHARS] + "..."
+            for line in kept[-LEAN_TAIL_LINES:]]
+
+
+def outcome_lines(o, name, unit, direction, short=False):
     """The verdict of one run: status, value against the best (with better/worse), reason,
-    and for a failure the end of its log and the diagnosis."""
+    and for a failure the end of its log and the diagnosis (`short`: fewer, shorter lines)."""
     r = o.record
     head = f"run {r.run}: {r.status.upper()}"
     if r.metric is not None:
@@ -347,9 +390,10 @@ def outcome_lines(o, name, unit, direction):
     if r.confidence is not None and r.confidence > 0:
         head += f", confidence {r.confidence:.2f} sigma"
     lines = [head, f"  reason: {r.reason}"]
-    if o.tail:
+    tail = lean_tail(o.tail) if short else o.tail
+    if tail:
         lines.append(f"  last lines of {r.run_dir}/{o.tail_of}:")
-        lines.extend("  | " + line for line in o.tail)
+        lines.extend("  | " + line for line in tail)
     if o.diagnosis_line:
         lines.append("  " + o.diagnosis_line)
     return lines

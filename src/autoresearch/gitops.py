@@ -38,14 +38,65 @@ def git(repo, *args, check=True, input=None):
     return proc.stdout.rstrip("\n") if proc.returncode == 0 else None
 
 
+# Environment that changes where git finds the repository: then only git itself can say.
+_DISCOVERY_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+                  "GIT_COMMON_DIR")
+
+
 def toplevel(path):
-    """The root of the work tree containing `path`, or None outside a git repository."""
+    """The root of the work tree containing `path`, or None outside a git repository.
+
+    The common case is found without starting git (status and the hooks ask on every call):
+    the nearest folder up from `path` holding a `.git` folder (with HEAD, and no core.worktree
+    in its config) or a `.git` file naming its git directory. Anything else asks git."""
+    found = _nearest_work_tree(path)
+    if found is not None:
+        return found
     try:
         proc = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=path,
                               capture_output=True, text=True)
     except FileNotFoundError:
         return None
     return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def _nearest_work_tree(path):
+    if any(os.environ.get(name) for name in _DISCOVERY_ENV):
+        return None
+    try:
+        folder = os.path.realpath(path)
+    except (OSError, ValueError):
+        return None
+    if ".git" in folder.split(os.sep):
+        return None   # inside a git directory: git says what that is
+    while True:
+        if all(os.path.exists(os.path.join(folder, name)) for name in ("HEAD", "objects", "refs")):
+            return None   # a bare repository (or a git directory) on the way up
+        dot = os.path.join(folder, ".git")
+        if os.path.isdir(dot):
+            if not os.path.isfile(os.path.join(dot, "HEAD")) or _sets_worktree(os.path.join(dot, "config")):
+                return None
+            return folder
+        if os.path.isfile(dot):
+            try:
+                with open(dot, encoding="utf-8") as f:
+                    first = f.read(4096)
+            except (OSError, UnicodeDecodeError):
+                return None
+            return folder if first.startswith("gitdir:") else None
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def _sets_worktree(config):
+    try:
+        with open(config, encoding="utf-8", errors="replace") as f:
+            text = f.read(1 << 20)
+    except OSError:
+        return False
+    return "worktree" in text.lower()
 
 
 def head(repo):

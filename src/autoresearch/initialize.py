@@ -72,6 +72,10 @@ def add_parsers(sub):
                    help="never keep a gain larger than F times the best (0 = off; ml default 0.3)")
     p.add_argument("--confirm-borderline", type=_positive, nargs="?", const=decide.DEFAULT_CONFIRM_WITHIN,
                    metavar="X", help="policy: re-run a win smaller than X thresholds before keeping it")
+    p.add_argument("--early-abort", type=_fraction, nargs="?", const=0.4, metavar="AT",
+                   help="stop a candidate whose smoothed training loss is clearly behind the best's from "
+                        "progress AT on (default 0.4; needs a steps file, as the ML template writes; "
+                        "see references/early-abort.md)")
     p.add_argument("--simplicity", action="store_true",
                    help="policy: keep a change within noise that makes the scope smaller")
     p.add_argument("--session", metavar="ID", help="owner session (default: $CLAUDE_CODE_SESSION_ID)")
@@ -101,6 +105,16 @@ def _float(text):
         raise argparse.ArgumentTypeError(f"not a number: {text}") from None
     if value != value or value in (float("inf"), float("-inf")):
         raise argparse.ArgumentTypeError(f"not a finite number: {text}")
+    return value
+
+
+def _fraction(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a fraction of the budget between 0 and 1 (e.g. 0.4)")
     return value
 
 
@@ -320,6 +334,7 @@ def _header(repo, args, s, segment):
         template=args.template,
         start_commit=gitops.head(repo.root),
         engine=f"autoresearch {__import__('autoresearch').__version__}",
+        early_abort={"at": args.early_abort} if args.early_abort else None,
     )
 
 
@@ -347,6 +362,9 @@ def _summary(h, copied, committed, segment):
     else:
         from autoresearch.summary import noise_warning
         lines.append("  " + noise_warning(h.rule.get("min_delta")) + " (or `init --noise-runs 3`)")
+    if h.early_abort:
+        lines.append(f"  early abort: a candidate clearly behind the best from {100 * h.early_abort['at']:.0f}% "
+                     "of its budget is stopped and discarded")
     if h.template == "ml":
         lines.append("next: prepare data and size the baseline (program.md): `uv sync && uv run prepare.py && "
                      "uv run prepare.py --fit-baseline`, then `autoresearch run --baseline -m \"baseline\"`")

@@ -92,7 +92,11 @@ class Usage:
                               + cr * price[4]) / 1e6
 
     def to_dict(self):
-        return dict(asdict(self), tokens=self.tokens, cost_usd=round(self.cost_usd, 6))
+        # the fields by hand, not dataclasses.asdict (a deep copy): the report makes one per run
+        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "cache_write_tokens": self.cache_write_tokens, "cache_read_tokens": self.cache_read_tokens,
+                "cost_usd": round(self.cost_usd, 6), "messages": self.messages, "unpriced": self.unpriced,
+                "tokens": self.tokens}
 
 
 def price_for(model, prices=None):
@@ -311,6 +315,42 @@ def agent_messages(repo, config, session):
 
 # --------------------------------------------------------------------------- the ledger of a segment
 
+class RunTotals:
+    """What the ledger's totals read of a segment's runs: how many, their summed wall time and
+    the last timestamp. Built from the runs (`of`) or kept run by run (`add`, the log cache's
+    tally), the same sums in the same order, so both give the very same ledger."""
+    __slots__ = ("runs", "wall_seconds", "last_timestamp")
+
+    def __init__(self, runs=0, wall_seconds=0, last_timestamp=None):
+        self.runs, self.wall_seconds, self.last_timestamp = runs, wall_seconds, last_timestamp
+
+    @classmethod
+    def of(cls, runs):
+        totals = cls()
+        for r in runs:
+            totals.add(r)
+        return totals
+
+    def add(self, run):
+        self.runs += 1
+        self.wall_seconds += run.duration_s if isinstance(run.duration_s, (int, float)) else 0.0
+        stamp = run.timestamp
+        if isinstance(stamp, (int, float)) and (self.last_timestamp is None or stamp > self.last_timestamp):
+            self.last_timestamp = stamp
+
+    def to_json(self):
+        return [self.runs, self.wall_seconds, self.last_timestamp]
+
+    @classmethod
+    def from_json(cls, data):
+        """Back from to_json(); raises ValueError on anything else (the cache is a file)."""
+        runs, wall, last = data
+        if type(runs) is not int or runs < 0 or type(wall) not in (int, float) \
+                or not (last is None or type(last) in (int, float)):
+            raise ValueError("run totals")
+        return cls(runs, wall, last)
+
+
 @dataclass
 class Ledger:
     agent: Usage = field(default_factory=Usage)
@@ -351,15 +391,17 @@ def gpu_count(config):
 def build(repo, config, runs, session, improvements=0, per_run=False):
     """The segment's ledger: the totals (agent usage, GPU and wall time) and, with `per_run`,
     each run's share: the answers between the previous run's record and this one's.
+    `runs`: the segment's runs, or their RunTotals (the log cache's; not with `per_run`).
     `improvements`: the kept runs after the baseline (from the one summary, summary.summarise)."""
     prices = config_prices(config)
     messages = agent_messages(repo, config, session)
     gpus = gpu_count(config)
+    totals = runs if isinstance(runs, RunTotals) else RunTotals.of(runs)
     ledger = Ledger(gpus=gpus, improvements=improvements, prices_source=prices_source(config),
-                    sessions=len(sessions_of(repo, config, session)), runs=len(runs))
-    walls = [r.duration_s if isinstance(r.duration_s, (int, float)) else 0.0 for r in runs]
-    ledger.wall_seconds = sum(walls)
+                    sessions=len(sessions_of(repo, config, session)), runs=totals.runs)
+    ledger.wall_seconds = totals.wall_seconds
     ledger.gpu_seconds = ledger.wall_seconds * max(1, gpus)
+    walls = [r.duration_s if isinstance(r.duration_s, (int, float)) else 0.0 for r in runs] if per_run else ()
     for message in messages:
         ledger.agent.add(message, prices)
     i = 0
@@ -371,8 +413,7 @@ def build(repo, config, runs, session, improvements=0, per_run=False):
             i += 1
         ledger.per_run.append(dict(usage.to_dict(), run=run.run, wall_s=wall, gpu_s=round(wall * max(1, gpus), 3)))
     if not per_run:
-        stamps = [r.timestamp for r in runs if isinstance(r.timestamp, (int, float))]
-        last = max(stamps, default=None)
+        last = totals.last_timestamp
         i = 0
         while last is not None and i < len(messages) and messages[i][0] <= last:
             i += 1

@@ -357,6 +357,7 @@ class Config(_Record):
     template: str = None
     start_commit: str = None
     engine: str = None
+    early_abort: object = _optional("dict?")   # {"at": progress} when `init --early-abort` turned it on
     prev: str = None         # the log's hash chain: the hash of the line before (chain.py)
     extra: dict = field(default_factory=dict)
 
@@ -399,6 +400,7 @@ class Run(_Record):
     sandbox: str = None      # what confined the benchmark: "landlock-N" or "none"
     output_cut_bytes: int = None   # bytes of output left out of output.log (its cap)
     tampered: object = _optional("list?")   # status tampered: what the run changed (the engine restored it)
+    early_abort: object = _optional("dict?")   # where the engine stopped a run behind the best (earlyabort.py)
     prev: str = None         # the log's hash chain: the hash of the line before (chain.py)
     extra: dict = field(default_factory=dict)
 

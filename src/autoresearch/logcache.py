@@ -25,10 +25,11 @@ import json
 import os
 from dataclasses import dataclass, field
 
-from autoresearch import log, summary
+from autoresearch import ledger, log, summary
+from autoresearch.chain import git_dir
 from autoresearch.files import write_atomic
 
-VERSION = 1
+VERSION = 2
 CACHE = os.path.join(".autoresearch", "cache", "log-state.json")   # the tally, to add new lines to
 VIEW = os.path.join(".autoresearch", "cache", "log-view.json")     # what view() returned, for an unchanged log
 KEY_NAME = "cache.key"
@@ -45,7 +46,7 @@ class View:
     last_runs: list           # its last runs (log.Run)
     total_runs: int           # runs in the whole log
     segment: int
-    timeline: list = field(default_factory=list)   # summary.Moment of each run of the segment
+    totals: object = None     # ledger.RunTotals of the segment's runs (what the ledger reads)
     warnings: list = field(default_factory=list)
     cached: bool = False      # True when the cache was used (for the benchmark and the tests)
 
@@ -93,7 +94,7 @@ def view(repo, warn=None):
     tally = state.tally or summary.Tally(None, 0, history=False)
     shown = View(config=tally.config, summary=tally.summary(), last_runs=list(tally.last),
                  total_runs=state.total_runs, segment=tally.segment, warnings=list(state.warnings),
-                 cached=cached, timeline=summary.moments(tally.timeline))
+                 cached=cached, totals=tally.totals)
     if key is not None and identity is not None and not uncovered:
         _save_view(repo, key, identity, state, shown)
     return shown
@@ -121,7 +122,7 @@ def _line_hash(line):
 
 def _tip(repo):
     """The chain's tip ({hash, before, size}) from the git directory, or None (an unchained log)."""
-    gd = _git_dir(repo.root)
+    gd = git_dir(repo.root)
     if gd is None:
         return None
     try:
@@ -267,23 +268,9 @@ def _add_record(state, record, runs):
 
 # --- the cache file
 
-def _git_dir(root):
-    dot = os.path.join(root, ".git")
-    if os.path.isdir(dot):
-        return dot
-    try:
-        with open(dot, encoding="utf-8") as f:
-            text = f.read().strip()
-    except OSError:
-        return None
-    if not text.startswith("gitdir:"):
-        return None
-    return os.path.normpath(os.path.join(root, text[len("gitdir:"):].strip()))
-
-
 def _secret(repo):
     """The cache's HMAC key, made on first use; None when there is no git directory to keep it."""
-    gd = _git_dir(repo.root)
+    gd = git_dir(repo.root)
     if gd is None:
         return None
     folder = os.path.join(gd, "autoresearch")
@@ -398,7 +385,7 @@ def _save_view(repo, key, identity, state, shown):
             "config": shown.config.to_json() if shown.config else None, "summary": _summary_json(shown.summary),
             "last_runs": [r.to_json() for r in shown.last_runs], "total_runs": shown.total_runs,
             "segment": shown.segment, "warnings": shown.warnings,
-            "timeline": [[m.run, m.timestamp, m.duration_s] for m in shown.timeline]}
+            "totals": shown.totals.to_json()}
     _write(os.path.join(repo.root, VIEW), key, data)
 
 
@@ -425,7 +412,7 @@ def _load_view(repo, key, identity):
                     last_runs=[log.Run.from_json(r) for r in data["last_runs"]],
                     total_runs=int(data["total_runs"]), segment=int(data["segment"]),
                     warnings=[str(w) for w in data["warnings"]], cached=True,
-                    timeline=summary.moments(data["timeline"]))
+                    totals=ledger.RunTotals.from_json(data["totals"]))
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
 

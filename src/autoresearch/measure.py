@@ -42,6 +42,7 @@ class Measurement:
     interrupted: object = None  # the Interrupted signal, or None
     interrupted_in: str = None  # "benchmark" or "checks"
     output_cut: int = 0        # bytes of output left out of output.log (its cap)
+    stopped: object = None     # watch.Stop when the watcher ended the run (stalled, early abort)
 
 
 def run_env(run, run_dir, base=None):
@@ -53,26 +54,40 @@ def run_env(run, run_dir, base=None):
     return env
 
 
-def measure(config, run, run_dir, workdir, echo=None, on_start=None, on_phase=None, env=None, preexec=None):
+def measure(config, run, run_dir, workdir, echo=None, on_start=None, on_phase=None, env=None, preexec=None,
+            watch=None):
     """Run `config.command` in `workdir` for run `run`; then, when it printed the metric, the
     checks. `on_start(pid)` gets the benchmark's pid, `on_phase(name)` each new phase,
-    `preexec` confines the commands (the sandbox). METRIC lines are parsed as they stream by,
-    and output.log is capped (`config.output_cap_mb`)."""
+    `preexec` confines the commands (the sandbox), `watch` (a watch.Watch) may stop the benchmark
+    while it goes (stalled, early abort). METRIC lines are parsed as they stream by, and
+    output.log is capped (`config.output_cap_mb`)."""
     env = env if env is not None else run_env(run, run_dir)
     timeout = float(config.timeout_s or 0) or None
     out_path = os.path.join(run_dir, "output.log")
     m = Measurement(run, run_dir, None, False, 0.0, timeout)
     started = time.monotonic()
     lines = runner.MetricLines()
+
+    def begin(pid):
+        if watch is not None:   # first: on_start records the pid, then the command starts at once
+            watch.begin(pid)
+        if on_start:
+            on_start(pid)
     try:
-        result = runner.run(config.command, workdir, env, out_path, timeout, echo=echo, on_start=on_start,
+        result = runner.run(config.command, workdir, env, out_path, timeout, echo=echo, on_start=begin,
                             cap_bytes=output_cap(config), on_line=lines, preexec=preexec)
         m.exit_code, m.timed_out, m.duration_s = result.exit_code, result.timed_out, result.duration_s
         m.output_cut = result.output_cut
     except Interrupted as exc:
         m.interrupted, m.interrupted_in = exc, "benchmark"
         m.duration_s = time.monotonic() - started
+    finally:
+        if watch is not None:
+            watch.end()
+            m.stopped = watch.stopped
     m.found, m.warnings = lines.found, lines.all_warnings()
+    if m.stopped is not None:
+        return m
     if m.interrupted is None and succeeded(m) and config.metric_name in m.found and config.checks:
         if on_phase:
             on_phase("checks")

@@ -31,6 +31,8 @@ from autoresearch.files import write_atomic
 
 STATIC = Path(__file__).with_name("static")
 DEFAULT_OUTPUT = os.path.join(".autoresearch", "report.html")
+# The page with the hidden holdout, for the person (the PreToolUse hook hides .autoresearch/holdout*).
+HOLDOUT_OUTPUT = os.path.join(".autoresearch", "holdout-report.html")
 RUNS_DIR = os.path.join(".autoresearch", "runs")
 CURRENT_FILE = os.path.join(".autoresearch", "current.json")
 
@@ -77,6 +79,9 @@ def add_parsers(sub):
     p.add_argument("--png", metavar="FILE", help="also write the progress chart as a PNG (needs matplotlib)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object: the files written, the summary and the segments")
+    p.add_argument("--holdout", action="store_true",
+                   help=f"show the hidden holdout of the kept runs (the default in a terminal); the page "
+                        f"then goes to {HOLDOUT_OUTPUT} unless -o says otherwise: the agent may not read it")
     add_common_arguments(p)
     p.set_defaults(func=cmd_report)
 
@@ -98,12 +103,15 @@ def cmd_report(args):
     to_stdout = args.output == "-"
     if to_stdout and args.json:
         raise cli.UsageError("-o - writes the page to stdout, which --json needs for its object; use -o FILE")
-    out = Path(args.output) if args.output and not to_stdout else root / DEFAULT_OUTPUT
+    with_holdout = wants_holdout(args)
+    out = Path(args.output) if args.output and not to_stdout else \
+        root / (HOLDOUT_OUTPUT if with_holdout else DEFAULT_OUTPUT)
     png = Path(args.png) if args.png else None
     for path, flag in ((out, "-o"), (png, "--png")):   # check every target before writing any
         if path is not None and path.is_dir():
             raise cli.UsageError(f"{path} is a folder; give {flag} a file name")
-        if path is not None and not path.parent.exists() and path != root / DEFAULT_OUTPUT:
+        if path is not None and not path.parent.exists() and path not in (root / DEFAULT_OUTPUT,
+                                                                            root / HOLDOUT_OUTPUT):
             raise cli.UsageError(f"folder {path.parent} does not exist; create it or pick another {flag} FILE")
     plt = _import_pyplot() if png else None
     started = time.perf_counter()
@@ -111,6 +119,8 @@ def cmd_report(args):
     details = all_details(root, model, REPORT_POINTS)
     add_energy_totals(model, details.values())
     add_ledger(model, root, details, night)
+    if with_holdout:
+        add_holdout(model, root, night)
     page = render_html(model, details).encode("utf-8")
     if to_stdout:
         sys.stdout.buffer.write(page)
@@ -136,6 +146,28 @@ def cmd_report(args):
                           "status": model["status"], "summary": model["summary"], "segments": model["segments"],
                           "waves": model["waves"], "warnings": model["warningCount"]}, allow_nan=False))
     return cli.EXIT_OK
+
+
+def wants_holdout(args):
+    """The hidden holdout goes into the page for a person: --holdout, or a terminal on stdout
+    or stderr (an agent's Bash tool is a pipe); never under --json."""
+    if getattr(args, "json", False):
+        return False
+    if getattr(args, "holdout", False):
+        return True
+    try:
+        return sys.stdout.isatty() or sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def add_holdout(model, root, night):
+    """The current segment's validation and holdout table and warning (holdout.py)."""
+    from autoresearch import holdout, research
+    seg = night.current if night is not None else None
+    if seg is None or seg.config is None:
+        return
+    model["holdout"] = _clean(holdout.check(seg.config, seg.runs, research.Repo(root).run_dir).to_json())
 
 
 def repo_root(log_path):
@@ -234,22 +266,33 @@ def normalise_run(record, segment):
     """A `log.Run` as the page shows it: its known fields (listed by the Run dataclass alone)
     with safe types, text for text fields, finite numbers or null, bounded objects."""
     out = {}
-    for f in dataclasses.fields(arlog.Run):
-        if f.name in ("extra", "segment"):
-            continue
-        value = getattr(record, f.name)
-        if f.type is str:
-            out[f.name] = _text(value)
-        elif f.type in (int, float):
-            out[f.name] = _num(value)
+    for name, kind in _run_fields():
+        value = getattr(record, name)
+        if kind == "text":
+            out[name] = _text(value)
+        elif kind == "number":
+            out[name] = _num(value)
         else:
-            out[f.name] = _clean(value) if value is not None else None
+            out[name] = _clean(value) if value is not None else None
     out["segment"] = segment   # the segment the run sits in, whatever the record says
     out["status"] = out["status"] or "unknown"
     out["commit"] = out["commit"][:40]
     out["wave"] = _num(record.extra.get("wave"))          # runs of a pool's waves
     out["role"] = _text(record.extra.get("role")) or None
     return out
+
+
+_RUN_FIELDS = []
+
+
+def _run_fields():
+    """(name, kind) of the Run dataclass's fields the page shows, worked out once (not per run)."""
+    if not _RUN_FIELDS:
+        for f in dataclasses.fields(arlog.Run):
+            if f.name not in ("extra", "segment"):
+                _RUN_FIELDS.append((f.name, "text" if f.type is str else "number" if f.type in (int, float)
+                                    else "value"))
+    return _RUN_FIELDS
 
 
 def _annotate(run, before, best):
@@ -272,6 +315,7 @@ def overall_summary(runs, last, kwh_price):
     stamps = sorted(r["timestamp"] for r in runs if r["timestamp"] is not None)
     span_h = (stamps[-1] - stamps[0]) / 3.6e6 if len(stamps) >= 2 else None
     durations = [r["duration_s"] for r in runs if r["duration_s"] is not None]
+    aborts = [r["early_abort"] for r in runs if isinstance(r.get("early_abort"), dict)]
     return {
         "runs": len(runs),
         "counts": counts,
@@ -281,6 +325,9 @@ def overall_summary(runs, last, kwh_price):
         "runsPerHour": (len(stamps) - 1) / span_h if span_h and span_h >= RATE_MIN_HOURS
         and len(stamps) >= RATE_MIN_RUNS else None,
         "gpuHours": sum(durations) / 3600 if durations else None,
+        # runs the engine stopped early behind the best (init --early-abort), and the time that saved
+        "earlyAborts": len(aborts),
+        "earlyAbortSavedHours": sum(a.get("saved_s") or 0 for a in aborts) / 3600 if aborts else None,
         "runsWithDuration": len(durations),
         "longestNoKeep": last.longest_non_keeps if last else 0,
         "currentNoKeep": last.consecutive_non_keeps if last else 0,

@@ -3,7 +3,11 @@
 The page is the report's own (same script, same rendering) in live mode: it polls
 `api/model?since=VERSION` (the model again only when the log or current.json changed) and
 `api/current` (the running run's steps so far), and fetches `api/run/N` when a run is
-opened. The server binds the loopback address only and answers only requests whose Host
+opened. The per-run data is paged, so a night of 50,000 runs is a few MB, not one object of
+tens: `api/model` carries the summary, the chart's columns for every run (number, status,
+value, segment, running best, change; the kept runs' descriptions) and the full rows of the
+first page plus the kept runs, the baselines and the latest (`runIndex` says where each sits);
+`api/runs?offset=O&limit=L` gives more rows, `api/run/N` one run's row and details. The server binds the loopback address only and answers only requests whose Host
 header names it, so another machine or a rebinding web page cannot read the log.
 Standard library only.
 """
@@ -14,6 +18,7 @@ import json
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -27,6 +32,10 @@ CONNECTION_TIMEOUT_S = 10
 # Sent with every answer: the page's script policy plus what only a header can say (no framing:
 # another page cannot overlay or click the report), and no guessing of content types.
 API_POLICY = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+PAGE_ROWS = 500          # full rows per page (api/runs), and the first page in api/model
+PAGE_ROWS_MAX = 2000     # the most api/runs gives at once
+BACKGROUND_BUILD_S = 2.0   # a model that took longer to build is rebuilt in the background
+CHART_KEYS = ("run", "status", "metric", "segment", "running_best", "delta_pct")
 
 
 def add_parsers(sub):
@@ -79,21 +88,19 @@ class LiveState:
     def __init__(self, root, log_name, kwh_price):
         self.root, self.log_name, self.kwh_price = root, log_name, kwh_price
         self.lock = threading.Lock()
-        self.version, self.model = None, None
+        self.model, self.encoded, self.log_sig, self.cur_sig = None, None, None, None
+        self.build_s, self.building = 0.0, False
         self.warned = set()
         self.energies = {}
         self.page = report.render_html(None, live=True).encode("utf-8")
         self.page_policy = report.content_policy(report.page_script()) + "; frame-ancestors 'none'"
 
-    def signature(self):
-        parts = []
-        for path in (self.root / self.log_name, self.root / report.CURRENT_FILE):
-            try:
-                st = os.stat(path)
-                parts.append(f"{st.st_size}.{st.st_mtime_ns}")
-            except OSError:
-                parts.append("-")
-        return "-".join(parts)
+    def signature(self, path):
+        try:
+            st = os.stat(path)
+            return f"{st.st_size}.{st.st_mtime_ns}"
+        except OSError:
+            return "-"
 
     def _warn_once(self, message):
         if message not in self.warned:
@@ -101,17 +108,62 @@ class LiveState:
             print(f"autoresearch: warning: {message}", file=sys.stderr, flush=True)
 
     def current_model(self):
+        """(model, version). The model is rebuilt when the log changes; while a rebuild takes
+        longer than BACKGROUND_BUILD_S (a long night), it runs in the background and pages keep
+        the model they have until the new one is ready. current.json (the running run's phase)
+        only refreshes the model's `current`, never rebuilds it."""
         with self.lock:
-            sig = self.signature()
-            if sig != self.version or self.model is None:
-                model, night = report.build_model(self.root, Path(self.log_name), self.kwh_price,
-                                                  warn=self._warn_once, with_log=True)
-                model["live"] = True
-                energies = [{"energy": self._energy(r)} for r in report.detail_runs(model)]
-                report.add_energy_totals(model, energies)
-                report.add_ledger(model, self.root, night=night)
-                self.model, self.version = model, sig
-            return self.model, self.version
+            log_sig = self.signature(self.root / self.log_name)
+            if self.model is None:
+                self._install(*self._build(), log_sig)
+            elif log_sig != self.log_sig and not self.building:
+                if self.build_s < BACKGROUND_BUILD_S:
+                    self._install(*self._build(), log_sig)
+                else:
+                    self.building = True
+                    threading.Thread(target=self._build_in_background, args=(log_sig,), daemon=True).start()
+            cur_sig = self.signature(self.root / report.CURRENT_FILE)
+            if cur_sig != self.cur_sig:
+                self.model = dict(self.model, current=report.read_current(self.root))
+                self.cur_sig = cur_sig
+            return self.model, f"{self.log_sig}-{self.cur_sig}"
+
+    def _build(self):
+        """(model, seconds it took, current.json's signature as the model read it)."""
+        started = time.monotonic()
+        cur_sig = self.signature(self.root / report.CURRENT_FILE)
+        model, night = report.build_model(self.root, Path(self.log_name), self.kwh_price,
+                                          warn=self._warn_once, with_log=True)
+        model["live"] = True
+        energies = [{"energy": self._energy(r)} for r in report.detail_runs(model)]
+        report.add_energy_totals(model, energies)
+        report.add_ledger(model, self.root, night=night)
+        return model, time.monotonic() - started, cur_sig
+
+    def _install(self, model, took, cur_sig, log_sig, encoded=None):
+        self.model, self.build_s, self.log_sig, self.cur_sig = model, took, log_sig, cur_sig
+        self.encoded = encoded
+
+    def _build_in_background(self, log_sig):
+        try:
+            model, took, cur_sig = self._build()
+            version = f"{log_sig}-{cur_sig}"   # encoded here too, so no poll waits for it
+            built = (model, took, cur_sig, log_sig, (version, encode({"version": version, "model": paged_model(model)})))
+        except Exception as exc:  # noqa: BLE001 - a failed rebuild keeps the model the pages have
+            self._warn_once(f"could not rebuild the model: {exc!r}; still showing the one before")
+            built = None
+        with self.lock:
+            if built is not None:
+                self._install(*built)
+            self.building = False
+
+    def model_bytes(self):
+        """The paged model as JSON, encoded once per version (every open page polls it)."""
+        model, version = self.current_model()
+        with self.lock:
+            if self.encoded is None or self.encoded[0] != version:
+                self.encoded = (version, encode({"version": version, "model": paged_model(model)}))
+            return self.encoded[1], version
 
     def _energy(self, run):
         """A run's energy, read once (a recorded run's folder does not change; the running one is
@@ -122,11 +174,11 @@ class LiveState:
                                                self.kwh_price)
         return self.energies[key]
 
-    def model_payload(self, since):
+    def runs_payload(self, offset, limit):
+        """Full rows of the runs at [offset, offset + limit) in log order."""
         model, version = self.current_model()
-        if since == version:
-            return {"unchanged": True, "version": version}
-        return {"version": version, "model": model}
+        runs = model["runs"]
+        return {"version": version, "offset": offset, "total": len(runs), "runs": runs[offset:offset + limit]}
 
     def current_payload(self):
         """The running run and its steps so far; nothing once the run is in the log."""
@@ -142,7 +194,38 @@ class LiveState:
         run = next((r for r in model["runs"] if r["run"] == number), None)
         if run is None:
             return None
-        return report.run_details(self.root, run, report.LIVE_POINTS, model)
+        return dict(report.run_details(self.root, run, report.LIVE_POINTS, model), row=run)
+
+
+def paged_model(model):
+    """The model as api/model sends it: every run in the chart's columns, the full rows of the
+    first page and of the runs that matter most (report.detail_runs: the kept, the baselines,
+    the best, the latest), each with its place in the log (`runIndex`)."""
+    runs = model["runs"]
+    out = {k: v for k, v in model.items() if k != "runs"}
+    chart = {k: [r[k] for r in runs] for k in CHART_KEYS}
+    chart["description"] = [r["description"] if r["status"] == "keep" else None for r in runs]
+    chosen = set(range(min(PAGE_ROWS, len(runs))))
+    if len(runs) > PAGE_ROWS:
+        position = {id(r): i for i, r in enumerate(runs)}
+        chosen.update(position[id(r)] for r in report.detail_runs(model, PAGE_ROWS))
+    index = sorted(chosen)
+    out.update(runTotal=len(runs), pageRows=PAGE_ROWS, chart=chart, runIndex=index, runs=[runs[i] for i in index])
+    return out
+
+
+def encode(payload):
+    return json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
+
+
+def _whole(text, default, low, high):
+    """A query number: `default` when absent, else a whole number in [low, high] (None if not)."""
+    if text is None:
+        return default
+    if not text.isdigit() or len(text) > 9:
+        return None
+    value = int(text)
+    return value if low <= value <= high else None
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -157,9 +240,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
         try:
             if url.path in ("/", "/index.html"):
                 return self._send(200, "text/html; charset=utf-8", self.live.page, policy=self.live.page_policy)
+            query = parse_qs(url.query)
             if url.path == "/api/model":
-                since = parse_qs(url.query).get("since", [None])[0]
-                return self._json(self.live.model_payload(since))
+                since = query.get("since", [None])[0]
+                body, version = self.live.model_bytes()
+                if since == version:
+                    return self._json({"unchanged": True, "version": version})
+                return self._send(200, "application/json; charset=utf-8", body)
+            if url.path == "/api/runs":
+                offset = _whole(query.get("offset", [None])[0], 0, 0, 10**9)
+                limit = _whole(query.get("limit", [None])[0], PAGE_ROWS, 1, PAGE_ROWS_MAX)
+                if offset is None or limit is None:
+                    return self._json({"error": f"offset must be a whole number >= 0 and limit 1..{PAGE_ROWS_MAX}"},
+                                      status=400)
+                return self._json(self.live.runs_payload(offset, limit))
             if url.path == "/api/current":
                 return self._json(self.live.current_payload())
             if url.path.startswith("/api/run/"):
@@ -178,8 +272,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return host in (f"127.0.0.1:{port}", f"localhost:{port}", "127.0.0.1", "localhost")
 
     def _json(self, payload, status=200):
-        body = json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
-        return self._send(status, "application/json; charset=utf-8", body)
+        return self._send(status, "application/json; charset=utf-8", encode(payload))
 
     def _send(self, status, ctype, body, policy=API_POLICY):
         self.send_response(status)

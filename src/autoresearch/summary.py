@@ -13,7 +13,7 @@ import bisect
 import os
 from dataclasses import dataclass
 
-from autoresearch import cli, decide, ledger, log, night_log, output, recovery, research, state
+from autoresearch import cli, decide, ledger, log, night_log, output, research, state
 
 STATUSES = log.STATUSES
 LAST_RUNS = 5
@@ -123,7 +123,7 @@ class Tally:
         self.running_best = []      # after each run (only with history: the cache keeps none)
         self.rb_incumbent, self.rb_fallback = None, None
         self.last = []              # the last LAST_RUNS log.Run
-        self.timeline = []          # [run, timestamp, duration_s] of each run: what the ledger reads
+        self.totals = ledger.RunTotals()   # what the ledger reads of the runs (count, wall time, last time)
         self.retro = False
 
     def add(self, r):
@@ -163,7 +163,7 @@ class Tally:
         if self.history:   # the incumbent's code now; its value is read at the end (one value per code)
             self.running_best.append([self.rb_incumbent, self.rb_fallback])
         self.last = (self.last + [r])[-LAST_RUNS:]
-        self.timeline.append([r.run, r.timestamp, r.duration_s])
+        self.totals.add(r)
 
     def remeasured(self):
         return {run for run, key in self.repeats.items() if key in self.kept_codes}
@@ -224,7 +224,7 @@ class Tally:
                 "groups": self.groups, "current": self.current, "longest": self.longest,
                 "history": self.history, "running_best": self.running_best,
                 "rb": [self.rb_incumbent, self.rb_fallback],
-                "last": [r.to_json() for r in self.last], "timeline": self.timeline}
+                "last": [r.to_json() for r in self.last], "totals": self.totals.to_json()}
 
     @classmethod
     def from_json(cls, data):
@@ -253,33 +253,14 @@ class Tally:
                           for k, v in data["running_best"]]
         t.rb_incumbent, t.rb_fallback = data["rb"]
         t.last = [log.Run.from_json(v) for v in data["last"]]
-        t.timeline = data["timeline"]
-        if not isinstance(t.timeline, list) or len(t.timeline) != t.runs:
+        t.totals = ledger.RunTotals.from_json(data["totals"])
+        if t.totals.runs != t.runs:
             raise ValueError("inconsistent tally")
         if t.last_keep is not None and t.last_keep not in t.first_keep \
                 or len(t.running_best) != (t.runs if t.history else 0) \
                 or (t.baseline is not None) != bool(t.first_keep) or len(t.keys) > t.runs:
             raise ValueError("inconsistent tally")
         return t
-
-
-class Moment:
-    """What the ledger reads of a run (its number, when it was recorded, how long it took)."""
-    __slots__ = ("run", "timestamp", "duration_s")
-
-    def __init__(self, run, timestamp, duration_s):
-        self.run, self.timestamp, self.duration_s = run, timestamp, duration_s
-
-
-def moments(timeline):
-    """The tally's timeline as objects the ledger reads like runs (numbers checked: the cache is a file)."""
-    out = []
-    for run, stamp, duration in timeline:
-        if not isinstance(run, int) or not all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
-                                               for v in (stamp, duration)):
-            raise ValueError("timeline")
-        out.append(Moment(run, stamp, duration))
-    return out
 
 
 def waves(runs):
@@ -368,8 +349,8 @@ def status_object(repo, night, warn=None, summarised=None):
 
 def status_from(repo, config, s, last_runs, total_runs, runs):
     """The status object from a segment's summary (status_object, or the log cache's view).
-    `runs` are what the ledger reads of the segment's runs (run, timestamp, duration_s): the
-    runs themselves, or the tally's timeline of them."""
+    `runs` are what the ledger reads of the segment's runs: the runs themselves, or the
+    tally's ledger.RunTotals of them."""
     session = state.read_session(repo) or {}
     c = config or log.Config()
     pool_state = _pool(repo)
@@ -430,7 +411,7 @@ def compute(repo, warn=None):
     from autoresearch import logcache
     v = logcache.view(repo, warn=warn)
     research.require_config(v.config)
-    return status_from(repo, v.config, v.summary, v.last_runs, v.total_runs, v.timeline)
+    return status_from(repo, v.config, v.summary, v.last_runs, v.total_runs, v.totals)
 
 
 def _point(record, value):
@@ -476,6 +457,7 @@ def _recover_if_needed(repo):
     if not lock.acquire():
         return  # a run is going: it is not unfinished
     try:
+        from autoresearch import recovery  # noqa: PLC0415 - only for a dead run: off the hot path of status and the hooks
         records, _, runs, segment = research.load(repo, warn=lambda m: None)
         recovery.recover(repo, records, runs, segment, output.warn)
     finally:

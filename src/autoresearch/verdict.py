@@ -52,6 +52,9 @@ def judge(config, runs, m, template, workdir, scope_lines=None, confirmed=False)
         record.metric = None
     record.best_before = decide.value_of(runs, best) if best else None
     record.threshold = decide.noise(runs, decide.Rules.from_config(config))["threshold"]
+    if m.stopped is not None and m.stopped.abort is not None:
+        record.early_abort = early_abort_record(m.stopped.abort, record.duration_s, best)
+        return v   # behind the best: nothing failed, nothing to diagnose
     v.tail, v.tail_of = tail(os.path.join(m.run_dir, log_name)), log_name
     if m.interrupted is None and succeeded(m) and not _printed(config, m):
         v.metric_hint = metric_hint(config, m)   # it exited 0 without the metric: the benchmark's fault
@@ -64,6 +67,8 @@ def _failure(config, m):
     """(status, reason, log name) when the measurement failed, else None."""
     if m.interrupted is not None:
         return "crash", f"engine interrupted by {m.interrupted} during the {m.interrupted_in}", "output.log"
+    if m.stopped is not None:   # the watcher ended it: stalled (timeout) or early abort (discard)
+        return m.stopped.status, m.stopped.reason, "output.log"
     if m.timed_out:
         return "timeout", f"timed out after {m.timeout_s:g} s (process group killed)", "output.log"
     if m.exit_code != 0:
@@ -76,6 +81,16 @@ def _failure(config, m):
     if c is not None and not c.passed:
         return "checks_failed", f"checks failed ({exit_text(c.exit_code)})", "checks.log"
     return None
+
+
+def early_abort_record(abort, duration_s, best):
+    """What the log keeps of an early abort: where, against which run, the time saved (the best's
+    duration less this run's, an estimate of what running on would have cost)."""
+    full = best.duration_s if best is not None and best.duration_s else None
+    saved = max(0.0, full - (duration_s or 0.0)) if full else None
+    return {"progress": round(abort.progress, 4), "loss": abort.loss, "best_loss": abort.best_loss,
+            "margin": abort.margin, "against": abort.against,
+            "saved_s": None if saved is None else round(saved, 3)}
 
 
 def _printed(config, m):

@@ -126,9 +126,32 @@ def test_json_output_is_one_object(repo):
     assert "METRIC loss=1.0" in (repo.root / ".autoresearch/runs/1/output.log").read_text()
 
 
-def test_streams_output_by_default(repo):
-    proc = repo.cli("run", "-m", "baseline")
-    assert "training with value 1.0" in proc.stdout and "run 1: KEEP" in proc.stdout
+def test_streams_output_in_a_terminal_and_with_verbose_but_not_into_a_pipe(repo):
+    proc = repo.cli("run", "-m", "baseline")   # a pipe, as an agent's Bash tool: the verdict only
+    assert "training with value 1.0" not in proc.stdout and "run 1: KEEP" in proc.stdout
+    proc = repo.cli("run", "--baseline", "-m", "again", "--verbose")
+    assert "training with value 1.0" in proc.stdout and "run 2: DISCARD" in proc.stdout
+    # In a terminal (a pseudo-terminal here) it streams as it always did.
+    import os
+    import pty
+    from helpers_engine import engine_env
+    leader, follower = pty.openpty()
+    child = subprocess.Popen([sys.executable, "-m", "autoresearch", "run", "--baseline", "-m", "in a terminal"],
+                             cwd=repo.root, env=engine_env(), stdin=subprocess.DEVNULL, stdout=follower,
+                             stderr=follower)
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:   # EIO: the terminal's other end is closed
+            break
+        if not chunk:
+            break
+        seen += chunk
+    child.wait(timeout=60)
+    os.close(leader)
+    assert b"training with value 1.0" in seen and b"run 3: DISCARD" in seen, seen
 
 
 def test_max_iterations(make):

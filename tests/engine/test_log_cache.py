@@ -41,7 +41,7 @@ def shown(repo):
     """(status object via the cache, warnings, whether the cache was used)."""
     warnings = []
     v = logcache.view(repo, warn=warnings.append)
-    return summary.status_from(repo, v.config, v.summary, v.last_runs, v.total_runs, v.timeline), warnings, v.cached
+    return summary.status_from(repo, v.config, v.summary, v.last_runs, v.total_runs, v.totals), warnings, v.cached
 
 
 def truth(repo):

@@ -196,6 +196,15 @@ WRITES = [
     "{ echo a; echo b; } > prepare.py",
     "echo x 2>&1 >prepare.py",
     "sort -o prepare.py train.py",
+    "# the harness's copy\necho x > prepare.py   # an apostrophe in a comment opens no quote: '",
+    "f=$(echo prepare.py; mktemp) && echo x > $f",
+    "f=$(echo prepare.py); echo x > $f",
+    'f="$(echo prepare.py)"; echo x > "$f"',
+    "for f in $(ls); do rm -f $f; done",
+    'f="$(mktemp -p .; echo prepare.py)"; rm $f',
+    "(echo hi)#'\nrm prepare.py",
+    "echo $(true)#x > prepare.py",
+    "echo $'a\\' #' > prepare.py",
 ]
 
 READS = [
@@ -307,6 +316,11 @@ READS = [
     "stat prepare.py",
     "python3 -m pytest -q",
     "uv run train.py",
+    "t=$(mktemp -d) && echo x > $t/out   # it's a new folder",
+    "echo hi > sub/out.txt  # it's a note",
+    "echo a # $(rm prepare.py)",
+    "echo $(echo a)#' > prepare.py'",
+    "d=$(mktemp -d) && cp prepare.py \"$d/\" && sed -i 's/a/b/' \"$d/prepare.py\"",
 ]
 
 

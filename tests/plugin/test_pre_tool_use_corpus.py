@@ -43,9 +43,12 @@ def test_the_corpus_is_big_enough_and_its_writes_really_write(repo, tmp_path):
     sample = ["bash -c 'echo x > prepare.py'", "f=prepare.py; echo x > $f", "make hack", "make deep",
               "git checkout other -- prepare.py", "git apply evil.patch", "tar xf evil.tar", "git stash pop",
               "echo prepare.py | xargs rm", "find . -name prepare.py -exec sed -i 's/fixed/easier/' {} \\;",
-              "echo `rm prepare.py`", "awk -i inplace '{print}' prepare.py" if _has("gawk") else "patch < evil.patch",
+              "echo `rm prepare.py`", "(echo hi)#'\nrm prepare.py", "echo $(true)#x > prepare.py",
+              "echo $'a\\' #' > prepare.py",
+              "awk -i inplace '{print}' prepare.py" if _has("gawk") else "patch < evil.patch",
               "printf ',s/fixed/easier/\\nw\\n' | ed -s prepare.py" if _has("ed") else "unzip -o evil.zip",
-              "python3 -c \"open('prepare.py', 'w').write('EVAL = 1')\"", "git restore --source other prepare.py"]
+              "python3 -c \"open('prepare.py', 'w').write('EVAL = 1')\"", "git restore --source other prepare.py",
+              hook_corpus.WRITES[hook_corpus.WRITES.index("sort -o prepare.py train.py") + 1]]
     assert all(c in hook_corpus.WRITES for c in sample)
     for command in sample:
         copy = tmp_path / f"copy{abs(hash(command))}"
@@ -109,6 +112,16 @@ def test_the_holdout_is_never_read(repo, holdout):
                     "python3 -c 'import prepare; print(prepare.evaluate_holdout())'",
                     f"grep -r . {holdout}", "grep -rn bpb .autoresearch/runs", f"tar czf /tmp/d.tgz {holdout}"]:
         assert "holdout" in (call(repo, "Bash", command=command) or ""), command
+
+
+def test_the_commands_and_the_page_that_show_the_holdout_are_refused(repo, holdout):
+    for command in ["autoresearch verify", "cd /r && autoresearch verify --json", "python3 -m autoresearch verify",
+                    "autoresearch report --holdout -o /tmp/r.html", "bin/autoresearch   verify | head"]:
+        assert "holdout" in (call(repo, "Bash", command=command) or ""), command
+    assert "holdout" in call(repo, "Read", file_path=".autoresearch/holdout-report.html")
+    for command in ["autoresearch report", "autoresearch status", "autoresearch run -m 'verify the loss'",
+                    "git commit -m 'verify' && autoresearch run -m x", 'autoresearch run -m "please verify it"']:
+        assert call(repo, "Bash", command=command) is None, command
 
 
 def test_the_rest_of_the_data_and_the_runs_stay_readable(repo, holdout):

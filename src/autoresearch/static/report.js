@@ -85,6 +85,54 @@
     return null;
   }
   function badge(status) { return h('span', 'badge ' + status, status); }
+  function loaded(r) { return !r.partial; }
+
+  // serve pages the runs: the chart's columns carry every run, m.runs the full rows of some
+  // (m.runIndex: where each sits). Every run becomes an entry; the ones whose row has not come
+  // yet are marked partial (the chart draws them, the table shows loaded rows only). Rows
+  // loaded before are kept (a recorded run does not change).
+  function unpack(m) {
+    if (!m.chart) return m;
+    var c = m.chart, n = c.run.length, runs = new Array(n), old = state.model ? state.model.runs : [];
+    for (var i = 0; i < n; i++) {
+      var o = old[i];
+      if (o && !o.partial && o.run === c.run[i] && o.status === c.status[i] && o.metric === c.metric[i] &&
+          o.running_best === c.running_best[i] && o.segment === c.segment[i]) { runs[i] = o; continue; }
+      runs[i] = { run: c.run[i], status: c.status[i], metric: c.metric[i], segment: c.segment[i],
+        running_best: c.running_best[i], delta_pct: c.delta_pct[i], description: c.description[i] || '', partial: true };
+    }
+    m.runIndex.forEach(function (at, k) { if (at >= 0 && at < n) runs[at] = m.runs[k]; });
+    m.runs = runs;
+    delete m.chart;
+    return m;
+  }
+
+  function mergeRow(row) {   // a full row from api/run/N or api/runs, into its partial entry
+    var runs = state.model.runs;
+    for (var i = 0; i < runs.length; i++) {
+      if (runs[i].run === row.run && runs[i].partial && runs[i].status === row.status) { runs[i] = row; return true; }
+    }
+    return false;
+  }
+
+  function loadMore() {
+    var runs = state.model.runs, at = -1;
+    for (var i = 0; i < runs.length; i++) if (runs[i].partial) { at = i; break; }
+    if (at < 0) return Promise.resolve();
+    var button = document.getElementById('more-runs');
+    button.disabled = true;
+    return fetch('api/runs?offset=' + at + '&limit=' + (state.model.pageRows || 500), { cache: 'no-store' })
+      .then(function (res) { return res.json(); })
+      .then(function (got) {
+        var runs = state.model.runs;
+        (got.runs || []).forEach(function (row, k) {
+          var i = got.offset + k;
+          if (runs[i] && runs[i].partial && runs[i].run === row.run && runs[i].status === row.status) runs[i] = row;
+        });
+        button.disabled = false;
+        renderTable(state.model);
+      });
+  }
   function chartWidth(el) { return Math.max(320, (el.clientWidth || 900) - 14); }
 
   // ------------------------------------------------------------ header, warnings, summary
@@ -134,6 +182,8 @@
           : isNum(s.spanHours) ? 'runs span ' + duration(s.spanHours * 3600) + ': too short for a rate' : ''),
       card('GPU hours', isNum(s.gpuHours) ? s.gpuHours.toFixed(2) : '–',
         s.runsWithDuration + ' of ' + s.runs + ' runs timed'),
+      s.earlyAborts ? card('saved by early abort', isNum(s.earlyAbortSavedHours) ? duration(s.earlyAbortSavedHours * 3600) : '–',
+        s.earlyAborts + (s.earlyAborts === 1 ? ' run' : ' runs') + ' stopped behind the best', null, 'early-abort') : null,
       card('longest streak without a keep', s.longestNoKeep + (s.longestNoKeep === 1 ? ' run' : ' runs'),
         'current streak ' + s.currentNoKeep, null, 'streaks')
     );
@@ -247,6 +297,30 @@
 
   // ------------------------------------------------------------ waves (runs of a pool)
   // One row per wave, and a chart of the control's value and the idle GPU share per wave.
+  // The hidden holdout: only in a page written for the person (`autoresearch report` in a
+  // terminal, or --holdout); never in serve's model.
+  function renderHoldout(m) {
+    var hd = m.holdout;
+    var box = document.getElementById('holdout-box');
+    box.hidden = !hd;
+    if (!hd) return;
+    var warn = document.getElementById('holdout-warning');
+    warn.hidden = !hd.warning;
+    warn.textContent = hd.warning ? 'Warning: ' + hd.warning : '';
+    var t = clear(document.getElementById('holdout'));
+    add(t, add(h('tr'), h('th', null, 'run'), h('th', null, 'commit'), h('th', null, m.metricName || 'validation'),
+      h('th', null, 'holdout'), h('th', null, 'description')));
+    (hd.rows || []).forEach(function (r) {
+      add(t, add(h('tr'), h('td', 'num', '#' + r.run), h('td', null, r.commit || ''), h('td', 'num', fmt(r.validation)),
+        h('td', 'num', isNum(r.holdout) ? fmt(r.holdout) : '–'), h('td', null, r.description || '')));
+    });
+    document.getElementById('holdout-note').textContent = isNum(hd.validation_gain)
+      ? 'kept chain: validation gained ' + fmt(hd.validation_gain) + ' (threshold ' + fmt(hd.validation_threshold) +
+        '), holdout gained ' + (isNum(hd.holdout_gain) ? fmt(hd.holdout_gain) : '–') + ' (threshold ' +
+        fmt(hd.holdout_threshold) + ')'
+      : 'needs two kept runs to compare';
+  }
+
   function renderWaves(m) {
     var waves = m.waves || [];
     var box = document.getElementById('waves-box');
@@ -415,7 +489,7 @@
     });
     add(table, add(h('thead'), head));
     var body = h('tbody');
-    state.rows = m.runs.map(function (r) {
+    state.rows = m.runs.filter(loaded).map(function (r) {
       var tr = h('tr');
       tr.setAttribute('data-run', String(r.run));
       COLUMNS.forEach(function (col) {
@@ -466,7 +540,11 @@
       if (ok) shown++;
       row.tr.classList.toggle('selected', row.run.run === state.selected);
     });
-    document.getElementById('row-count').textContent = shown + ' of ' + state.rows.length + ' runs';
+    var total = state.model.runs.length, more = document.getElementById('more-runs');
+    document.getElementById('row-count').textContent = shown + ' of ' + state.rows.length + ' runs' +
+      (state.rows.length < total ? ' loaded (' + total + ' in the log)' : '');
+    more.hidden = state.rows.length >= total;
+    if (!more.hidden) more.textContent = 'load ' + Math.min(state.model.pageRows || 500, total - state.rows.length) + ' more runs';
   }
 
   // ------------------------------------------------------------ one run, against another
@@ -483,6 +561,7 @@
     return fetch('api/run/' + encodeURIComponent(n)).then(function (res) {
       if (!res.ok) return null;
       return res.json().then(function (d) {
+        if (d.row && mergeRow(d.row)) renderTable(state.model);
         if (!state.model.current || state.model.current.run !== n) state.details[n] = d;
         return d;
       });
@@ -503,6 +582,8 @@
     var r = runByNumber(state.selected), cmp = state.compare !== null ? runByNumber(state.compare) : null;
     return Promise.all([getDetails(r.run), cmp ? getDetails(cmp.run) : Promise.resolve(null)]).then(function (ds) {
       if (state.selected !== r.run) return;
+      r = runByNumber(r.run) || r;   // a paged run's full row came with its details
+      cmp = cmp ? runByNumber(cmp.run) || cmp : null;
       drawDetail(r, ds[0] || {}, cmp, ds[1] || {});
       if (scroll) document.getElementById('detail').scrollIntoView();
     });
@@ -571,7 +652,7 @@
     sel.id = 'compare';
     add(sel, (function () { var o = h('option', null, 'nothing'); o.value = ''; return o; })());
     state.model.runs.forEach(function (x) {
-      if (x.run === r.run) return;
+      if (x.run === r.run || (x.partial && x.run !== state.compare)) return;
       var o = h('option', null, '#' + x.run + ' ' + x.status + ' ' + fmt(x.metric) + ' · ' + x.description.slice(0, 60));
       o.value = String(x.run);
       if (x.run === state.compare) o.selected = true;
@@ -747,9 +828,10 @@
 
   // ------------------------------------------------------------ start
   function show(m) {
+    m = unpack(m);
     var first = !state.model;
     state.model = m;
-    renderHeader(m); renderSummary(m); renderProgress(m); renderWaves(m); renderCost(m); renderTable(m);
+    renderHeader(m); renderSummary(m); renderProgress(m); renderHoldout(m); renderWaves(m); renderCost(m); renderTable(m);
     var linked = /^#run=(-?\d+)$/.exec(location.hash);
     if (first && linked && runByNumber(Number(linked[1]))) state.selected = Number(linked[1]);
     var keep = state.selected !== null && runByNumber(state.selected);
@@ -762,6 +844,7 @@
   function ready() { root.setAttribute('data-charts', String(state.charts)); root.setAttribute('data-ready', '1'); }
 
   document.getElementById('filter').addEventListener('input', applyFilter);
+  document.getElementById('more-runs').addEventListener('click', function () { loadMore(); });
   document.getElementById('status-filter').addEventListener('change', applyFilter);
   var resizeTimer = null;
   window.addEventListener('resize', function () {
