@@ -795,7 +795,12 @@ def _check_untouched():
     if not _WATCHED:
         return
     for name, space in _watched_namespaces().items():
-        before = _WATCHED[name]
+        before, keys, ids = _WATCHED[name]
+        # Fast path (it runs after every model call): the same names bound to the same objects, in
+        # order. Identities cannot collide: the snapshot holds every object it saw alive.
+        n = len(keys) if name == "torch" else len(space)
+        if len(space) >= n and tuple(space)[:n] == keys and tuple(map(id, space.values()))[:n] == ids:
+            continue
         # new names are fine in torch's own namespace only (submodules are imported lazily)
         changed = sorted(k for k in (before if name == "torch" else set(before) | set(space))
                          if space.get(k) is not before.get(k))
@@ -808,7 +813,13 @@ def install_guard():
     if not _GUARD["installed"]:
         sys.addaudithook(_audit)
         _GUARD["installed"] = True
-        _WATCHED.update({name: dict(space) for name, space in _watched_namespaces().items()})
+        _WATCHED.update(_snapshot_namespaces())
+
+
+def _snapshot_namespaces():
+    """name -> (a copy of the namespace, its names in order, the ids of their objects)."""
+    return {name: (dict(space), tuple(space), tuple(map(id, space.values())))
+            for name, space in _watched_namespaces().items()}
 
 
 def load_train_module(path):
@@ -861,8 +872,24 @@ SAMPLE_PROMPTS = ["Once upon a time", "The capital of France is", "Ada is a"]
 SAMPLE_TOKENS = 48
 
 
-def evaluate_run(train_py):
+@dataclass
+class Definitions:
+    """What the evaluator needs before the weights exist, loaded while train.py still trains."""
+    train: object          # train.py imported as a module (checked with ast, run under the guard)
+    tokenizer: object
+    vocab: int
+
+
+def load_definitions(train_py):
+    return Definitions(load_train_module(train_py), prepare.Tokenizer.from_directory(),
+                       prepare.prepared_vocab_size())
+
+
+def evaluate_run(definitions):
     """Rebuild the final model from the weights and train.py's definitions; print the summary."""
+    if not isinstance(definitions, Definitions):   # a path to train.py
+        definitions = load_definitions(definitions)
+    train, tokenizer, vocab = definitions.train, definitions.tokenizer, definitions.vocab
     folder = run_dir()
     try:
         with open(os.path.join(folder, TRAIN_FILE)) as f:
@@ -871,14 +898,11 @@ def evaluate_run(train_py):
     except (OSError, ValueError, RuntimeError) as e:
         raise HarnessError(f"train.py left no final weights in {folder} ({type(e).__name__}); it must end "
                            "with recorder.finish(model, config, ...)") from None
-    tokenizer = prepare.Tokenizer.from_directory()
-    vocab = prepare.prepared_vocab_size()
     config = dict(saved.get("config") or {})
     if config.get("vocab_size") != vocab or config.get("sequence_len") != prepare.MAX_SEQ_LEN:
         raise HarnessError(f"the saved model is for vocab {config.get('vocab_size')} and context "
                            f"{config.get('sequence_len')}; the harness evaluates vocab {vocab}, context "
                            f"{prepare.MAX_SEQ_LEN} (take both from prepare.py)")
-    train = load_train_module(train_py)
     model_config = train.GPTConfig(**config)
     windowed = True   # the evaluator never uses FlexAttention, so this only decides fa3 vs sdpa
     requested = info.get("attention") if info.get("attention") in ("fa3", "sdpa", "flex") else "auto"
@@ -945,11 +969,21 @@ def main(argv):
     if len(argv) >= 1 and argv[0] == "evaluate":
         go_file = argv[argv.index("--go") + 1] if "--go" in argv else None
         parent = int(argv[argv.index("--parent") + 1]) if "--parent" in argv else os.getppid()
+        known = (HarnessError, prepare.PrepareError, CausalityError)
+        # Everything that does not need the weights happens while train.py trains (off the time
+        # outside the budget); a refusal waits for "go", so it is reported after training's output.
+        definitions = early_error = None
+        try:
+            definitions = load_definitions(os.path.join(HERE, "train.py"))
+        except known as e:
+            early_error = e
         if go_file and _wait_for_go(go_file, parent) == "stop":
             return 0
         try:
-            evaluate_run(os.path.join(HERE, "train.py"))
-        except (HarnessError, prepare.PrepareError, CausalityError) as e:
+            if early_error is not None:
+                raise early_error
+            evaluate_run(definitions)
+        except known as e:
             print(f"FAIL: {e}", flush=True)
             return 1
         _exit_now(0)

@@ -94,15 +94,21 @@ def read_manifest(prepared_dir=None):
         return None
 
 
-def _apply_profile(manifest):
-    overrides = PROFILES.get((manifest or {}).get("profile", "default"), {})
-    globals().update(overrides)
-    return overrides
+def _profiled(overrides, **defaults):
+    """The constants a profile may override, in keyword order: the override, else the default."""
+    unknown = set(overrides) - set(defaults)
+    if unknown:
+        raise PrepareError(f"profile overrides unknown constants {sorted(unknown)}")
+    return tuple(overrides.get(name, value) for name, value in defaults.items())
 
 
 MANIFEST = read_manifest()
 PROFILE = (MANIFEST or {}).get("profile", "default")
-OVERRIDES = _apply_profile(MANIFEST)
+OVERRIDES = dict(PROFILES.get(PROFILE, {}))
+# Explicit rebinding (a tuple target, so tools reading the constants with `ast` see the defaults).
+MAX_SEQ_LEN, TIME_BUDGET, EVAL_TOKENS, VOCAB_SIZE, BUDGET_CLOCK, CPU_THREADS = _profiled(
+    OVERRIDES, MAX_SEQ_LEN=MAX_SEQ_LEN, TIME_BUDGET=TIME_BUDGET, EVAL_TOKENS=EVAL_TOKENS,
+    VOCAB_SIZE=VOCAB_SIZE, BUDGET_CLOCK=BUDGET_CLOCK, CPU_THREADS=CPU_THREADS)
 HOLDOUT_TOKENS = max(MAX_SEQ_LEN, EVAL_TOKENS // HOLDOUT_SHARE)
 if CPU_THREADS:
     torch.set_num_threads(CPU_THREADS)

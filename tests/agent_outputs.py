@@ -41,7 +41,10 @@ def collect(root, run_outputs=()):
     sys.path.insert(0, str(ROOT / "src"))
     from autoresearch import serve
     state = serve.LiveState(root, "autoresearch.jsonl", 0.15)
-    out["serve model"] = json.dumps(state.model_payload(None), default=str)
+    out["serve model"] = state.model_bytes()[0].decode("utf-8", "replace")
+    out["serve runs"] = json.dumps(state.runs_payload(0, 10_000), default=str)
+    for r in runs:
+        out[f"serve run {r['run']}"] = json.dumps(state.run_payload(r["run"]), default=str)
     return out
 
 

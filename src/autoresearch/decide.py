@@ -15,8 +15,14 @@ code's value and the noise. After that a run is kept only when its gain over the
 never kept), and never when the gain is implausible (larger than `implausible_gain` times the
 best value). Opt-in policies: `confirm` re-runs a borderline win before deciding; `simplicity`
 keeps a change within noise that makes the scope smaller. references/decision-rule.md has the why.
+
+Huge finite values (a benchmark may print 2e306 or -1e308) never overflow here: a midpoint is
+taken without adding first, and a difference, ratio or product whose exact value lies beyond
+the largest float is clamped to +-FLOAT_MAX (its sign and order stay right, so every comparison
+the rule makes still decides the same way), so no value the engine writes or shows is inf/NaN.
 """
 
+import sys
 from dataclasses import dataclass, field, replace
 
 from autoresearch.log import is_finite
@@ -26,6 +32,40 @@ DEFAULT_Z = 2.0
 DEFAULT_CONFIRM_WITHIN = 2.0
 ML_IMPLAUSIBLE_GAIN = 0.3
 MEASURED = ("keep", "discard")
+FLOAT_MAX = sys.float_info.max
+
+
+def clamp(x):
+    """`x` (the result of arithmetic on finite numbers) as a finite float: an overflow to +-inf
+    becomes +-FLOAT_MAX (the nearest finite value; the sign, so the comparison, is kept). NaN,
+    which finite inputs only give through inf - inf, is never passed in by this module."""
+    return max(-FLOAT_MAX, min(FLOAT_MAX, x))
+
+
+def midpoint(a, b):
+    """(a + b) / 2 of two finite numbers, finite: -1e308 and -1e308 give -1e308, not -inf."""
+    m = (a + b) / 2
+    return m if m - m == 0 else a / 2 + b / 2
+
+
+def difference(a, b):
+    """a - b, clamped to a finite float (1e308 - -1e308 is FLOAT_MAX, not inf)."""
+    return clamp(a - b)
+
+
+def ratio(a, b):
+    """a / b (b not 0), clamped: 1.0 / 1e-310 is FLOAT_MAX, not inf."""
+    return clamp(a / b)
+
+
+def percent(change, base):
+    """`change` as a percentage of |base|; None when base is 0 or the percentage is not a
+    finite number (a change of 1e10 over a baseline of 1e-300): no percentage then, only the
+    change itself."""
+    if not base:
+        return None
+    p = change / abs(base) * 100
+    return p if p - p == 0 else None
 
 
 @dataclass
@@ -82,8 +122,13 @@ def median(values):
     n = len(ordered)
     if n == 0:
         raise ValueError("median of nothing")
-    mid = n // 2
-    return ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    return sorted_median(ordered)
+
+
+def sorted_median(ordered):
+    """The median of an already sorted, non-empty list (finite for finite values)."""
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else midpoint(ordered[mid - 1], ordered[mid])
 
 
 def code_key(run):
@@ -176,24 +221,24 @@ def noise_of(groups, rules):
     for values in groups:
         if len(values) >= 2:
             centre = median(values)
-            deviations.extend(abs(v - centre) for v in values)
+            deviations.extend(abs(difference(v, centre)) for v in values)
     if not deviations:
         return {"threshold": rules.min_delta, "mad": None, "sigma": None, "samples": 0, "source": "none"}
     mad = median(deviations)
-    sigma = MAD_TO_SIGMA * mad
-    return {"threshold": max(rules.min_delta, rules.z * sigma), "mad": mad, "sigma": sigma,
+    sigma = clamp(MAD_TO_SIGMA * mad)
+    return {"threshold": max(rules.min_delta, clamp(rules.z * sigma)), "mad": mad, "sigma": sigma,
             "samples": len(deviations), "source": "repeats"}
 
 
 def gain(direction, best, value):
     """Improvement of `value` over `best` (positive = better) in the metric's units."""
-    return best - value if direction == "lower" else value - best
+    return difference(best, value) if direction == "lower" else difference(value, best)
 
 
 def confidence(gain_value, sigma):
     if gain_value is None or not sigma:
         return None
-    return round(gain_value / sigma, 3)
+    return round(ratio(gain_value, sigma), 3)
 
 
 def decide(runs, candidate, rules, scope_lines=None, confirmed=False):
@@ -222,9 +267,9 @@ def decide(runs, candidate, rules, scope_lines=None, confirmed=False):
         # and a strict improvement keep). It still counts in the code's value.
         return Decision("discard", f"{remeasurement_reason(best.run)}: value now {_fmt(value)}", **common)
     if rules.implausible_gain is not None and best_value != 0:
-        relative = g / abs(best_value)
+        relative = ratio(g, abs(best_value))
         if relative > float(rules.implausible_gain):
-            return Decision("discard", f"implausible: gain {relative:.0%} over best exceeds the "
+            return Decision("discard", f"implausible: gain {_pct(relative)} over best exceeds the "
                             f"{float(rules.implausible_gain):.0%} limit; never kept, check the result",
                             implausible=True, **common)
     if g > threshold:
@@ -254,6 +299,10 @@ def decide(runs, candidate, rules, scope_lines=None, confirmed=False):
 def _borderline(g, threshold, rules):
     # Without a threshold every win is borderline: nothing tells luck from a real gain.
     return threshold <= 0 or g <= rules.confirm_within * threshold
+
+
+def _pct(fraction):
+    return f"{fraction:.0%}" if fraction < 1e6 else f"{fraction:.3g}x"
 
 
 def _fmt(x):

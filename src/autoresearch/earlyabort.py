@@ -18,6 +18,8 @@ import os
 import statistics
 from dataclasses import dataclass, field
 
+from autoresearch import decide
+
 DEFAULT_AT = 0.4
 WINDOW = 0.05        # progress over which the loss is averaged
 Z = 3.0              # margin = Z * spread of repeated curves ...
@@ -49,7 +51,8 @@ class Curve:
     def smoothed(self, p, window=WINDOW):
         """Mean loss over the steps with progress in (p - window, p]; None when there are none."""
         values = [v for q, v in zip(self.progress, self.loss) if p - window < q <= p]
-        return sum(values) / len(values) if values else None
+        # each term divided first: a mean of losses near 1e308 is finite, as they are
+        return decide.clamp(sum(v / len(values) for v in values)) if values else None
 
 
 def _finite(value):
@@ -80,8 +83,16 @@ def spread(groups):
         for p in SPREAD_POINTS:
             values = [v for v in (c.smoothed(p) for c in curves) if v is not None]
             if len(values) >= 2:
-                deviations.append(statistics.stdev(values))
-    return statistics.median(deviations) if deviations else None
+                deviations.append(_stdev(values))
+    return decide.median(deviations) if deviations else None
+
+
+def _stdev(values):
+    """statistics.stdev, the largest float where the exact value is beyond the floats."""
+    try:
+        return statistics.stdev(values)
+    except OverflowError:
+        return decide.FLOAT_MAX
 
 
 @dataclass
@@ -101,7 +112,7 @@ class Rule:
     confirm: int = CONFIRM
 
     def margin(self, ref_loss, spread_value):
-        return max(self.z * (spread_value or 0.0), self.floor * abs(ref_loss))
+        return max(decide.clamp(self.z * (spread_value or 0.0)), self.floor * abs(ref_loss))
 
 
 @dataclass
@@ -144,7 +155,7 @@ class Checker:
         if mine is None or theirs is None:
             return None
         margin = self.rule.margin(theirs, self.reference.spread)
-        if mine - theirs > margin:
+        if decide.difference(mine, theirs) > margin:
             self.behind += 1
         else:
             self.behind = 0

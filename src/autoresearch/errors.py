@@ -3,9 +3,16 @@
 `cli.main` turns them into exit codes: Refused 3 (nothing run, nothing recorded), UsageError 2,
 Failed 1. Interrupted is a signal (SIGTERM, SIGHUP, SIGINT) caught during a run: the run in
 progress is recorded as a crash and HEAD goes back to the best commit before the engine exits.
+
+Only the first signal counts, and it interrupts only the benchmark or the checks (`Stop`):
+arriving while the engine prepares a run, it stops the run as soon as its benchmark would
+start; arriving while the engine judges and records a measured run, it lets the record finish
+and ends the invocation after it. A second signal (Claude Code stopping its Bash tool after the
+night's Ctrl-C) changes nothing: an engine that is already stopping is not cut off mid-record.
 """
 
 import signal
+from contextlib import contextmanager
 
 
 class Refused(Exception):
@@ -26,3 +33,32 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, signum):
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
+
+
+class Stop:
+    """The signals a `run` invocation has received, and where they may interrupt it."""
+
+    def __init__(self):
+        self.signum = None     # the first signal, once one came
+        self.armed = False     # inside `interruptible()`: the signal raises Interrupted at once
+
+    def handler(self, signum, frame):
+        if self.signum is not None:
+            return   # already stopping: the run in progress is being recorded
+        self.signum = signum
+        if self.armed:
+            raise Interrupted(signum)
+
+    @contextmanager
+    def interruptible(self):
+        """A stretch (the benchmark, the checks) that a signal ends; one that came before ends it now."""
+        if self.signum is not None:
+            raise Interrupted(self.signum)
+        self.armed = True
+        try:
+            yield
+        finally:
+            self.armed = False
+
+
+STOP = Stop()   # the running invocation's; `experiment` installs a fresh one with its handlers

@@ -18,8 +18,8 @@ import signal
 import sys
 from dataclasses import dataclass, field
 
-from autoresearch import (cli, decide, earlyabort, gitops, integrity, log, logcache, output, preflight, recovery,
-                          research, state, workspace)
+from autoresearch import (cli, decide, earlyabort, errors, gitops, integrity, log, logcache, output, preflight,
+                          recovery, research, state, workspace)
 from autoresearch.errors import Interrupted
 from autoresearch.files import write_atomic
 from autoresearch.measure import measure, run_env
@@ -83,11 +83,19 @@ def cmd_run(args):
         experiment = Experiment(repo, config, records, runs, segment, request,
                                 echo=None if args.quiet else _echo_stream(args), args=args)
         experiment.execute(plan)
-    finally:
+    except BaseException:
         _restore_signals(handlers)
+        raise
+    finally:
         lock.release()
-    code = experiment.finish(args)
-    logcache.refresh(repo)   # after the result is printed: the next status and hooks read the cache's view
+    try:
+        code = experiment.finish(args)
+        logcache.refresh(repo)   # after the result is printed: the next status and hooks read the cache's view
+    finally:
+        if errors.STOP.signum is None:
+            _restore_signals(handlers)
+        else:   # already stopping: later signals stay moot until the engine has exited
+            _restore_signals({sig: signal.SIG_IGN for sig in TRAPPED})
     return code
 
 
@@ -121,12 +129,13 @@ def _parse_asi(text):
 
 
 def _trap_signals():
-    """Turn SIGTERM/SIGHUP/SIGINT into an exception so the run is recorded, not lost."""
-    def handler(signum, frame):
-        raise Interrupted(signum)
+    """Take SIGTERM/SIGHUP/SIGINT in hand so the run in progress is recorded, not lost: the first
+    one ends the benchmark (an Interrupted, recorded as a crash) or, outside it, the invocation
+    after the run it is recording (errors.Stop)."""
+    errors.STOP = errors.Stop()
     saved = {}
     for sig in TRAPPED:
-        saved[sig] = signal.signal(sig, handler)
+        saved[sig] = signal.signal(sig, errors.STOP.handler)
     return saved
 
 
@@ -183,17 +192,25 @@ class Experiment:
         repeat_of = plan.repeat_of
         for _ in range(plan.count):
             verdict, commit = self.one(plan, commit, repeat_of)
+            self._note_stop()
             decision = verdict.decision
             if decision is not None and decision.needs_confirmation and self.interrupted is None:
                 self._confirm(plan, commit, verdict)
             else:
                 self._record(verdict)
+            self._note_stop()
             # Repeats go on while they measure; a crash, timeout or failed check ends them.
             if self.interrupted is not None or not self.done[-1].record.measured:
                 break
             if repeat_of is None:
                 repeat_of = verdict.record.run
         state.clear_current(self.repo)
+
+    def _note_stop(self):
+        """A signal that came outside the benchmark (while this run was judged or recorded) ends
+        the invocation once the run is recorded whole."""
+        if self.interrupted is None and errors.STOP.signum is not None:
+            self.interrupted = Interrupted(errors.STOP.signum)
 
     def one(self, plan, commit, repeat_of, pending=None):
         """Prepare, measure and decide one run; return (Verdict, the full commit measured)."""

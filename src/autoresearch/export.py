@@ -158,10 +158,17 @@ def _tsv_row(r, measured, remeasured):
     elif r.status == "timeout" or not log.is_finite(value):
         shown_value = shown_memory = ""
     else:
-        shown_value = f"{value:.6f}"
-        shown_memory = f"{memory / 1024:.1f}" if log.is_finite(memory) else ""
+        shown_value = _tsv_number(value)
+        shown_memory = _tsv_number(memory / 1024, "{:.1f}") if log.is_finite(memory) else ""
     return [str(r.commit or "0000000")[:7], shown_value, shown_memory, status,
             _tsv_description(r, len(measured), remeasured)]
+
+
+def _tsv_number(value, fixed="{:.6f}"):
+    """karpathy's fixed-point cell, or the shortest exact float text (1e-300, 2e+306) where
+    fixed point would show a measured tiny value as 0 or a huge one as 300 digits of noise
+    (pandas reads both forms)."""
+    return fixed.format(value) if value == 0 or 1e-6 <= abs(value) < 1e16 else repr(float(value))
 
 
 def _tsv_description(r, n, remeasured):
@@ -281,21 +288,17 @@ def pi_confidences(runs, s=None):
             out.append(None)
             continue
         mad = sorted_mad(values)
-        out.append(round(abs(best - sorted_median(base_values)) / mad, 3) if mad > 0 else None)
+        gap = abs(decide.difference(best, decide.sorted_median(base_values)))
+        out.append(round(decide.ratio(gap, mad), 3) if mad > 0 else None)
     return out
-
-
-def sorted_median(s):
-    n = len(s)
-    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
 
 
 def sorted_mad(s):
     """The median absolute deviation from the median of the sorted list `s` (not empty)."""
-    n, m = len(s), sorted_median(s)
+    n, m = len(s), decide.sorted_median(s)
     if n % 2:
         return _kth_deviation(s, m, n // 2)
-    return (_kth_deviation(s, m, n // 2 - 1) + _kth_deviation(s, m, n // 2)) / 2
+    return decide.midpoint(_kth_deviation(s, m, n // 2 - 1), _kth_deviation(s, m, n // 2))
 
 
 def _kth_deviation(s, m, k):
@@ -305,10 +308,10 @@ def _kth_deviation(s, m, k):
     n_left, n_right = p, len(s) - p
 
     def left(i):
-        return m - s[p - 1 - i]
+        return decide.difference(m, s[p - 1 - i])
 
     def right(j):
-        return s[p + j] - m
+        return decide.difference(s[p + j], m)
 
     lo, hi = max(0, k + 1 - n_right), min(k + 1, n_left)
     while lo < hi:   # how many of the k+1 smallest come from the left

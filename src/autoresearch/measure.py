@@ -10,7 +10,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from autoresearch import runner
+from autoresearch import errors, runner
 from autoresearch.errors import Interrupted
 
 DEFAULT_CHECKS_TIMEOUT_S = 300.0
@@ -74,8 +74,9 @@ def measure(config, run, run_dir, workdir, echo=None, on_start=None, on_phase=No
         if on_start:
             on_start(pid)
     try:
-        result = runner.run(config.command, workdir, env, out_path, timeout, echo=echo, on_start=begin,
-                            cap_bytes=output_cap(config), on_line=lines, preexec=preexec)
+        with errors.STOP.interruptible():
+            result = runner.run(config.command, workdir, env, out_path, timeout, echo=echo, on_start=begin,
+                                cap_bytes=output_cap(config), on_line=lines, preexec=preexec)
         m.exit_code, m.timed_out, m.duration_s = result.exit_code, result.timed_out, result.duration_s
         m.output_cut = result.output_cut
     except Interrupted as exc:
@@ -112,8 +113,9 @@ def succeeded(m):
 def _run_checks(config, m, workdir, env, preexec=None):
     timeout = float(config.checks_timeout_s or DEFAULT_CHECKS_TIMEOUT_S)
     try:
-        result = runner.run(config.checks, workdir, env, os.path.join(m.run_dir, "checks.log"), timeout, echo=None,
-                            cap_bytes=output_cap(config), preexec=preexec)
+        with errors.STOP.interruptible():
+            result = runner.run(config.checks, workdir, env, os.path.join(m.run_dir, "checks.log"), timeout,
+                                echo=None, cap_bytes=output_cap(config), preexec=preexec)
     except Interrupted as exc:
         m.interrupted, m.interrupted_in = exc, "checks"
         return

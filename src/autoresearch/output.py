@@ -59,5 +59,5 @@ def print_json(data):
     if found and isinstance(data, dict) and isinstance(data.get("warnings", []), list):
         data = dict(data, warnings=list(data.get("warnings") or []) + found)
     stream = sys.stdout
-    stream.write(json.dumps(data, ensure_ascii=False, sort_keys=False) + "\n")
+    stream.write(json.dumps(data, ensure_ascii=False, allow_nan=False) + "\n")
     stream.flush()

@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from autoresearch import cli, runfiles
+from autoresearch import cli, decide, runfiles
 from autoresearch import log as arlog
 from autoresearch.files import write_atomic
 
@@ -301,8 +301,8 @@ def _annotate(run, before, best):
     the metric) and the running best after the run, as the summary computed them."""
     run["best_then"] = before
     metric = run["metric"]
-    run["delta_pct"] = (metric - before) / abs(before) * 100 if metric is not None and before not in (None, 0) \
-        else None
+    run["delta_pct"] = decide.percent(decide.difference(metric, before), before) \
+        if metric is not None and before is not None else None
     run["running_best"] = best
 
 
@@ -785,5 +785,10 @@ def y_range(runs, direction):
     q = values[int(0.1 * (len(values) - 1))] if higher else values[int(0.9 * (len(values) - 1))]
     lo = min(min(kept), q) if higher else min(values)
     hi = max(values) if higher else max(max(kept), q)
-    pad = (hi - lo) * 0.06 or abs(hi) * 0.01 or 1.0
-    return lo - pad, hi + pad
+    pad = decide.difference(hi, lo) * 0.06 or abs(hi) * 0.01 or 1.0
+    lo, hi = decide.clamp(lo - pad), decide.clamp(hi + pad)
+    if hi - lo - (hi - lo) != 0:
+        # values near +-1e308 on both sides: the span itself would overflow (inf, so no pixel
+        # position is a number); halve the range's ends, what lies beyond is marked at the edge
+        lo, hi = max(lo, -decide.FLOAT_MAX / 2), min(hi, decide.FLOAT_MAX / 2)
+    return lo, hi

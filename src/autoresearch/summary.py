@@ -170,7 +170,7 @@ class Tally:
 
     def value_of(self, record):
         values = self.groups.get(self.keys.get(record.run, decide.code_key(record)))
-        return _sorted_median(values) if values else record.metric
+        return decide.sorted_median(values) if values else record.metric
 
     def noise(self, rules):
         """decide.noise() from the sorted measurements of each code."""
@@ -206,7 +206,7 @@ class Tally:
         for key, fallback in self.running_best:
             if key not in values:
                 measured = self.groups.get(key) if key is not None else None
-                values[key] = _sorted_median(measured) if measured else None
+                values[key] = decide.sorted_median(measured) if measured else None
             out.append(values[key] if values[key] is not None else fallback)
         return out
 
@@ -310,7 +310,7 @@ def _change(direction, base_value, best_value, same_code):
     if same_code or base_value is None or best_value is None:
         return Change(0.0, 0.0, None, "no improvement yet")
     value = decide.gain(direction, base_value, best_value)
-    percent = value / abs(base_value) * 100 if base_value else None
+    percent = decide.percent(value, base_value)
     if value == 0:
         return Change(0.0, 0.0 if percent is not None else None, None, "no change")
     word = "better" if value > 0 else "worse"
@@ -328,12 +328,6 @@ def _streaks(runs, remeasured):
             current += 1
             longest = max(longest, current)
     return current, longest
-
-
-def _sorted_median(ordered):
-    n = len(ordered)
-    mid = n // 2
-    return ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 def status_object(repo, night, warn=None, summarised=None):

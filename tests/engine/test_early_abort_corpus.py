@@ -16,9 +16,8 @@ from helpers_engine import make_repo
 
 CORPUS = ROOT / "tests" / "fixtures" / "early_abort"
 
-# What the recorded nights hold (see references/early-abort.md: fewer than the 40 asked for, the
-# shared CPU made each smoke run take two to three minutes).
-MIN_RUNS = 20
+# The recorded nights hold at least the 40 runs asked for (references/early-abort.md).
+MIN_RUNS = 40
 
 
 def _replay_module():
@@ -34,7 +33,7 @@ def test_the_corpus_is_recorded_nights_with_their_steps_files():
     assert len(runs) >= MIN_RUNS
     statuses = {r["status"] for r in runs}
     assert {"keep", "discard"} <= statuses
-    assert len({r["description"] for r in runs}) >= len(runs) * 0.7   # varied edits, not one repeated
+    assert len({r["description"] for r in runs}) >= 40   # varied edits (the second night retries some)
     for r in runs:
         if r["status"] in ("keep", "discard"):
             lines = (r["folder"] / "runs" / str(r["run"]) / "steps.jsonl").read_text().splitlines()

@@ -7,9 +7,12 @@ scope) holds the validation value; the holdout of each comes from a file outside
 real holdout comes from data the agent never sees). tests/template runs the real harness.
 """
 
+import html
 import json
+import sys
 
 from agent_outputs import collect, leaks
+from conftest import ROOT
 from helpers_engine import make_repo
 
 # Repeated runs of the same code differ a little: a jitter by run number (-1, 0, +1 thousandths).
@@ -80,6 +83,15 @@ def test_a_validation_only_gain_is_warned_about_and_never_reaches_the_agent(tmp_
     assert proc.returncode == 0, proc.stderr
     page = (repo.root / ".autoresearch" / "holdout-report.html").read_text()
     assert "the night fitted the validation set" in page and "0.9944567" in page
+    # Drawn in a real browser: the table of kept runs and the warning, with no errors.
+    sys.path.insert(0, str(ROOT / "tests" / "report"))
+    from report_browser import dump_dom, root_attributes
+    dom, console = dump_dom((repo.root / ".autoresearch" / "holdout-report.html").as_uri(), tmp_path / "profile")
+    attrs = root_attributes(dom)
+    assert attrs.get("data-ready") == "1" and json.loads(html.unescape(attrs.get("data-errors", "[]"))) == [], attrs
+    box = dom[dom.index('id="holdout-box"'):dom.index('id="waves-box"')]
+    assert "hidden" not in box.split(">")[0] and "Warning: the night fitted the validation set" in box
+    assert box.count("<tr>") == 4 and "0.9944567" in box, box
 
 
 def test_gains_that_transfer_raise_no_warning(tmp_path):

@@ -31,7 +31,7 @@ def test_a_metric_line_is_found_anywhere(before, name, value, after):
     assert found[name] == value
 
 
-@given(names, st.sampled_from(["nan", "NaN", "inf", "-inf", "Infinity", "0x1F", "1_000", "1e999", "--1",
+@given(names, st.sampled_from(["nan", "NaN", "inf", "-inf", "Infinity", "0x1F", "1_000", "1e999", "1e309", "--1", "\uff10.\uff15",
                                "1.5ms", "", "1,5"]))
 def test_bad_values_are_ignored_with_a_warning(name, bad):
     found, warnings = metrics.parse(f"METRIC {name}={bad}\n")

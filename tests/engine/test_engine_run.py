@@ -218,6 +218,51 @@ def test_sigterm_records_the_run(repo):
     _wait_gone(child)
 
 
+def test_signals_after_the_first_leave_the_record_whole(repo):
+    """Ctrl-C, then Claude Code stopping its Bash tool, then more: the engine is already stopping,
+    and nothing after the first signal cuts its record of the run short."""
+    repo.experiment("1.0")
+    best = repo.head()
+    repo.set("sleep:30")
+    engine = subprocess.Popen([sys.executable, "-m", "autoresearch", "run", "-q", "-m", "slow"],
+                              cwd=repo.root, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    child = _wait_for_child(repo)
+    engine.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + 30
+    while engine.poll() is None and time.monotonic() < deadline:
+        engine.send_signal(signal.SIGTERM)
+        time.sleep(0.005)
+    out, err = engine.communicate(timeout=20)
+    assert engine.returncode == 130 and "interrupted by SIGINT: recorded" in out, err
+    record = repo.runs()[-1]
+    assert record["status"] == "crash" and "SIGINT" in record["reason"], record
+    assert repo.head() == best and not (repo.root / ".autoresearch/current.json").exists()
+    _wait_gone(child)
+
+
+def test_a_signal_while_the_run_is_prepared_stops_it_whole(repo):
+    """A signal before the benchmark started (the commit, the snapshot): the run is recorded as an
+    interrupted crash at once, its benchmark never runs, nothing is left for the next call."""
+    repo.experiment("1.0")
+    best = repo.head()
+    repo.set("sleep:30")
+    current = repo.root / ".autoresearch/current.json"
+    engine = subprocess.Popen([sys.executable, "-m", "autoresearch", "run", "-q", "-m", "slow"],
+                              cwd=repo.root, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    deadline = time.monotonic() + 20
+    while not current.exists() and engine.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.001)
+    engine.send_signal(signal.SIGTERM)
+    out, err = engine.communicate(timeout=30)
+    assert engine.returncode == 130, err
+    record = repo.runs()[-1]
+    assert record["run"] == 2 and record["status"] == "crash" and "SIGTERM" in record["reason"], record
+    assert record["duration_s"] < 25   # the 30 s benchmark did not run
+    assert repo.head() == best and not current.exists()
+
+
 def test_second_run_while_one_is_going_is_refused(repo):
     repo.experiment("1.0")
     repo.set("sleep:3")

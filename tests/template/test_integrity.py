@@ -71,7 +71,7 @@ def test_rebinding_through_an_alias_is_caught_in_the_evaluator(modules, monkeypa
               "    def forward(self, idx):\n        T.float = T.double\n        return idx\n")
     harness.check_train_py(source)   # passes the static check
     saved = dict(harness._WATCHED)
-    harness._WATCHED.update({n: dict(v) for n, v in harness._watched_namespaces().items()})
+    harness._WATCHED.update(harness._snapshot_namespaces())
     try:
         harness._check_untouched()       # nothing changed yet
         monkeypatch.setattr(torch.Tensor, "float", torch.Tensor.double)   # what that forward does
