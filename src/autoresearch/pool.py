@@ -511,7 +511,7 @@ def _report(args, repo, paths, w):
         f.write(f"{now_ms()}\n")
     text = wave_text(repo, w)
     data = {"wave": w["wave"], "runs": w["runs"], "status": "done", "notes": w.get("notes", []),
-            "superseded": w.get("superseded", []), "message": text}
+            "superseded": w.get("superseded", []), "contention": w.get("contention"), "message": text}
     output.emit(args, text, data)
     return cli.EXIT_OK
 

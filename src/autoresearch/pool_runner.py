@@ -16,6 +16,7 @@ Ray is imported here and in nothing the engine loads without a pool.
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -29,6 +30,8 @@ from autoresearch.research import now_ms
 
 TASK_RETRIES = 3          # Ray's own retries of a task whose worker or node died
 RESUBMITS = 2             # ours, after Ray gave up (every node of the class was lost for a while)
+NODE_LOSS_GRACE_S = 45    # how long a signal death waits for Ray to say whether its node is gone
+CONTENTION_RERUNS = 1     # a contended wave (its control slowed) runs again this many times
 PROJECT_FILES = ("pyproject.toml", "uv.lock", ".python-version")
 
 
@@ -171,6 +174,7 @@ class Wave:
         self.resumed, self.request = resumed, request
         self.notes = []
         self.plan = None
+        self.contention = None
 
     def execute(self):
         records, config, runs, segment = research.load(self.repo, warn=say)
@@ -189,13 +193,15 @@ class Wave:
         write_json_atomic(self.paths.wave(plan["wave"]), plan)
         started = now_ms()
         results = self._dispatch(plan["runs"])
+        if best is not None:
+            results = self._check_contention(plan, results)
         recs = self._decide(plan, best, results)
         ended = now_ms()
         for rec in recs:
             rec.extra.update(wave_started=started, wave_ended=ended)
         self._record(plan, recs)
         plan.update(status="done", started=started, ended=ended, runs=[r.to_json() for r in recs],
-                    notes=self.notes)
+                    notes=self.notes, contention=self.contention and self.contention.as_record())
         write_json_atomic(self.paths.wave(plan["wave"]), plan)
         say(f"wave {plan['wave']} done: " + ", ".join(f"run {x.run} {x.status}" for x in recs))
 
@@ -218,9 +224,9 @@ class Wave:
                 scope_hash, lines = best.scope_hash, best.scope_lines
             for i in range(count):
                 role = "baseline" if best is None and i == 0 else "control"
-                planned.append(_slot(number + i, role, commit, best, None,
-                                     self.request.get("description") or role, self.request.get("asi") or {},
-                                     scope_hash, lines))
+                planned.append(dict(_slot(number + i, role, commit, best, None,
+                                          self.request.get("description") or role, self.request.get("asi") or {},
+                                          scope_hash, lines), calibration=True))
             return {"wave": wave_no, "status": "running", "parent": commit, "parent_run": best and best.run,
                     "runs": planned, "first_runs": len(planned), "candidates": [], "superseded": [],
                     "requested": self.request}
@@ -313,18 +319,51 @@ class Wave:
                               "nodes left (a run cut short by node loss is re-run, never recorded as a crash)")
         return results
 
+    def _check_contention(self, plan, results):
+        """The wave's results once its control's throughput matches the calibration's: a
+        contended wave (wave.contention) runs again, up to CONTENTION_RERUNS times."""
+        calibration = [r.metrics for r in self.runs if r.extra.get("calibration") and r.measured]
+        control = next((s["run"] for s in plan["runs"] if s["role"] == "control"), None)
+        for attempt in range(CONTENTION_RERUNS + 1):
+            res = results.get(control)
+            if res is None or res.get("error") or res.get("lost"):
+                self.contention = None
+                return results
+            self.contention = wave.contention(res["measurement"].found, calibration)
+            if self.contention is None or not self.contention.contended:
+                return results
+            if attempt == CONTENTION_RERUNS:
+                self.notes.append(f"wave {plan['wave']} was contended again: {self.contention.describe()}; "
+                                  "its decisions are not trusted, nothing is kept from it: submit its "
+                                  "candidates again")
+                return results
+            self.notes.append(f"wave {plan['wave']} was contended: {self.contention.describe()}; its decisions "
+                              "are not trusted: the wave runs again")
+            say(self.notes[-1])
+            results = self._dispatch(plan["runs"])
+        return results
+
     def _alive_nodes(self):
         return {n["NodeID"] for n in self.r.ray.nodes() if n.get("Alive")}
 
     def _cut_by_node_loss(self, res):
-        """A benchmark killed by a signal on a node that is gone now was cut short, not crashed."""
+        """A benchmark killed by a signal on a node that is gone now was cut short, not crashed.
+        The kill can reach us before Ray's control store has noticed the node is gone (it
+        notices by missed health checks, seconds later, later still on a loaded machine), so
+        a signal death on a node still listed alive is looked at again for NODE_LOSS_GRACE_S."""
         code = res["measurement"].exit_code
         if not isinstance(code, int) or code >= 0:
             return False
-        return res.get("node") not in self._alive_nodes()
+        end = time.monotonic() + NODE_LOSS_GRACE_S
+        while res.get("node") in self._alive_nodes():
+            if time.monotonic() >= end or self.r.stopping:
+                return False
+            time.sleep(1.0)
+        return True
 
     def _store(self, run, res):
         run_dir = self.repo.run_dir(run)
+        shutil.rmtree(run_dir, ignore_errors=True)   # what an earlier attempt of this run left
         os.makedirs(run_dir, exist_ok=True)
         for name, data in (res.pop("files", None) or {}).items():
             path = os.path.join(run_dir, name)
@@ -367,6 +406,12 @@ class Wave:
                               "incumbent's value over its earlier measurements")
         decidable = [(r.run, r.metric) for r in cands if r.extra.pop("_decidable", False)]
         verdicts, winner = wave.decide_wave(decidable, ref_value, th, self.rules)
+        if winner is not None and self.contention is not None and self.contention.contended:
+            v = verdicts[winner]
+            v.status, v.needs_confirmation = "discard", False
+            v.reason = (f"wave winner not kept, the wave was contended ({self.contention.describe()}): its "
+                        f"gain {wave._fmt(v.delta)} over the control is not trusted; submit it again")
+            winner = None
         if winner is not None and verdicts[winner].needs_confirmation:
             recs.update(self._confirm(plan, recs[winner], verdicts[winner], th, best))
         best_value = decide.value_of(prior_plus, best)
@@ -452,6 +497,10 @@ class Wave:
                  "snapshot_s": res.get("snapshot_s"),
                  "bench_started": _ms(res.get("bench_started")), "bench_ended": _ms(res.get("bench_ended")),
                  "wave_gpus": self.r.info["gpus"] if self.r.info else None, "_commit": slot["commit"]}
+        if slot.get("calibration"):
+            extra["calibration"] = True
+        if self.contention is not None:
+            extra["contention"] = self.contention.as_record()
         template = log.Run(run=run, commit=gitops.short(slot["commit"]), description=slot["description"],
                            timestamp=now_ms(), segment=self.segment, asi=slot.get("asi") or {},
                            run_dir=self.repo.rel(run_dir), ref=f"{gitops.RUNS_REF}/{run}",

@@ -18,6 +18,12 @@ chance that one run of unchanged code passes z * sigma_d against one control.
 
 Under pure noise: P(keep) <= K * alpha / 2K + P(some candidate passes the screen) / 2K
 <= alpha / 2 + K * alpha / 2K = alpha, the single-run rate, for every K.
+
+Contention: under a fixed time budget a slowed GPU (a neighbour on the node, a throttled card)
+reaches fewer steps, which moves the metric for reasons that are not the change. The control
+runs the incumbent's code, so its throughput (a `tok_per_s` or `num_steps` METRIC) should match
+the calibration's. When it falls below R_MIN of the calibration's median, the wave is contended:
+its decisions are not trusted, it runs again, and if it is contended again nothing is kept.
 """
 
 import math
@@ -71,6 +77,53 @@ def thresholds(k, sigma, rules):
     sd = math.sqrt(2.0) * sigma
     return Thresholds(k, sigma, sd, max(rules.min_delta, rules.z * sd), max(rules.min_delta, zk * sd),
                       max(rules.min_delta, ck * sd), rules.z, zk, ck)
+
+
+THROUGHPUT_METRICS = ("tok_per_s", "num_steps")   # the first one a run reports is its throughput
+R_MIN = 0.9           # the control below 90% of the calibration's throughput: a contended wave
+
+
+def throughput(metrics):
+    """(name, value) of the run's throughput metric, or None when it reports none."""
+    for name in THROUGHPUT_METRICS:
+        value = (metrics or {}).get(name)
+        if isinstance(value, (int, float)) and value > 0:
+            return name, float(value)
+    return None
+
+
+@dataclass
+class Contention:
+    metric: str
+    control: float        # the control's throughput in this wave
+    calibration: float    # the median over the calibration runs of the segment
+    ratio: float
+    r_min: float
+    contended: bool
+
+    def as_record(self):
+        return {"metric": self.metric, "control": self.control, "calibration": self.calibration,
+                "ratio": round(self.ratio, 4), "r_min": self.r_min, "contended": self.contended}
+
+    def describe(self):
+        return (f"the control's {self.metric} {_fmt(self.control)} is {self.ratio:.0%} of the calibration's "
+                f"{_fmt(self.calibration)} (below {self.r_min:.0%} means contended)")
+
+
+def contention(control_metrics, calibration_metrics, r_min=R_MIN):
+    """Compare the control's throughput with the calibration runs' median; None when either
+    side reports no throughput (nothing to check)."""
+    mine = throughput(control_metrics)
+    if mine is None:
+        return None
+    name, value = mine
+    ref = sorted(t[1] for t in map(throughput, calibration_metrics) if t is not None and t[0] == name)
+    if not ref:
+        return None
+    mid = len(ref) // 2
+    median = ref[mid] if len(ref) % 2 else (ref[mid - 1] + ref[mid]) / 2
+    ratio = value / median
+    return Contention(name, value, median, ratio, r_min, ratio < r_min)
 
 
 @dataclass

@@ -3,6 +3,14 @@
 The benchmark `bench.sh` reads `value.txt` (the scope) as `METRIC[:SECONDS]`: it sleeps that
 long (default 2 s), writes what the run saw (CUDA_VISIBLE_DEVICES, start and end times) into
 its run folder, and prints `METRIC loss=<value>`; `crash` exits 1 with a traceback.
+
+Where `$AR_TEST_MARKERS` names a folder (a test's own), each run also leaves a marker there as
+it starts (`start-RUN-PID`), and when that folder holds a file `barrier` with a number N, the
+run holds until N runs have started (120 s at most) before it sleeps: a test can then wait for
+the markers, an event, instead of guessing with sleeps, and knows every run is mid-benchmark.
+Every run reports its throughput as `METRIC num_steps=100`; a file `contend` there holding N
+plays a noisy neighbour: the first N runs to start report 50 steps instead (each claims one of
+the N slots atomically with mkdir), the runs after them 100 again.
 """
 
 import json
@@ -22,9 +30,25 @@ v=$(cat value.txt)
 m=${v%%:*}; s=2; case "$v" in *:*) s=${v#*:} ;; esac
 { echo "${CUDA_VISIBLE_DEVICES-unset}"; date +%s.%N; } > "$AUTORESEARCH_RUN_DIR/env.txt"
 echo "training with value $m on GPU ${CUDA_VISIBLE_DEVICES-unset}"
+steps=100
+if [ -n "${AR_TEST_MARKERS-}" ]; then
+  : > "$AR_TEST_MARKERS/start-$AUTORESEARCH_RUN-$$"
+  if [ -f "$AR_TEST_MARKERS/contend" ]; then
+    for i in $(seq 1 "$(cat "$AR_TEST_MARKERS/contend")"); do
+      if mkdir "$AR_TEST_MARKERS/claim-$i" 2>/dev/null; then steps=50; break; fi
+    done
+  fi
+  if [ -f "$AR_TEST_MARKERS/barrier" ]; then
+    n=$(cat "$AR_TEST_MARKERS/barrier"); t=0
+    while [ "$(ls "$AR_TEST_MARKERS" | grep '^start-' | cut -d- -f2 | sort -u | wc -l)" -lt "$n" ] && [ $t -lt 1200 ]; do
+      sleep 0.1; t=$((t+1))
+    done
+  fi
+fi
 if [ "$m" = crash ]; then echo "Traceback (most recent call last):" >&2; echo "RuntimeError: boom" >&2; exit 1; fi
 sleep "$s"
 date +%s.%N >> "$AUTORESEARCH_RUN_DIR/env.txt"
+echo "METRIC num_steps=$steps"
 echo "METRIC loss=$m"
 """
 

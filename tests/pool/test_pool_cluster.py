@@ -3,13 +3,16 @@
 The pool joins the cluster with `pool up --address`; the wave's four runs fill both nodes'
 GPUs; the second node is removed while they run. Ray runs the lost tasks again on the head
 node, and every candidate gets exactly one record, none of them a crash.
+
+When to remove the node is an event, not a guess: each run leaves a start marker in this
+test's own folder and holds at a barrier until all four have started, so the node goes down
+while both of its runs are mid-benchmark, however slow the machine is. The tasks' temporary
+folders are private to the test too (TMPDIR), so nothing an earlier run left in /tmp counts.
 """
 
-import glob
-import json
 import os
-import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +23,11 @@ from helpers_pool import cleanup, make_repo, ray_env, require_ray
 def cluster():
     require_ray()
     base, env = ray_env()
+    markers, scratch = os.path.join(base, "markers"), os.path.join(base, "scratch")
+    os.makedirs(markers)
+    os.makedirs(scratch)
+    # The nodes' raylets (and so every worker and benchmark) inherit this process's environment.
+    env.update({"AR_TEST_MARKERS": markers, "TMPDIR": scratch})
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update({k: v for k, v in env.items() if k != "PYTHONPATH"})
     from ray.cluster_utils import Cluster
@@ -40,16 +48,22 @@ def cluster():
 
 def test_a_node_lost_mid_wave_costs_no_candidate_its_record(cluster, tmp_path):
     c, worker, env = cluster
-    repo = make_repo(tmp_path / "research", env, value="1.0:1")
+    markers = Path(env["AR_TEST_MARKERS"])
+    repo = make_repo(tmp_path / "research", env, value="1.0:3")
     repo.ok("pool", "up", "--address", c.address)
     try:
         rc, status = repo.json("pool", "status")
         assert status["gpus"] == 4 and len({s["node"] for s in status["slots"]}) == 2
         repo.ok("run", "-m", "baseline")
+        for old in markers.iterdir():
+            old.unlink()
+        (markers / "barrier").write_text("4\n")
         ids = [repo.submit(v)["id"] for v in ("0.7:5", "0.8:5", "0.6:5")]
         rc, data = repo.json("wait", "--timeout", "1")
         assert rc == 0 and data["status"] == "running"
-        _until(lambda: _started(repo) >= 4)      # all four runs are going, two on each node
+        # All four runs have started (two on each node, four GPUs for four runs) and passed
+        # the barrier together: each is at least 3 s from its end.
+        _until(lambda: len(_started(markers)) >= 4, repo)
         c.remove_node(worker, allow_graceful=False)
         rc, data = repo.json("wait", "--timeout", "300", timeout=330)
         assert rc == 0 and data["status"] == "done", data
@@ -68,24 +82,16 @@ def test_a_node_lost_mid_wave_costs_no_candidate_its_record(cluster, tmp_path):
     assert any("lost" in n for n in data["notes"])
 
 
-def _started(repo):
-    """How many runs of the current wave have begun their benchmark: each writes env.txt first,
-    into its run folder inside the task's temporary folder (both nodes are this machine)."""
-    waves = repo.root / ".autoresearch" / "pool" / "waves"
-    if not waves.is_dir():
-        return 0
-    current = max((json.loads(p.read_text()) for p in waves.glob("*.json")), key=lambda w: w["wave"])
-    if current["status"] != "running":
-        return 0
-    tmp = tempfile.gettempdir()
-    return sum(bool(glob.glob(os.path.join(tmp, f"autoresearch-run{r['run']}-*", "run", "env.txt")))
-               for r in current["runs"])
+def _started(markers):
+    """The run numbers whose benchmark has begun (its start marker is there)."""
+    return {p.name.split("-")[1] for p in markers.glob("start-*")}
 
 
-def _until(check, timeout=120):
+def _until(check, repo, timeout=300):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if check():
             return
         time.sleep(0.1)
-    raise AssertionError("timed out waiting")
+    log = repo.root / ".autoresearch" / "pool" / "runner.log"
+    raise AssertionError("timed out waiting; the runner said:\n" + (log.read_text() if log.exists() else "nothing"))

@@ -7,6 +7,7 @@ on one research repo, each from whatever incumbent the one before left.
 import json
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +21,9 @@ def repo(tmp_path_factory):
     # The controls sleep 4 s and the candidates 5 s: the four runs of a wave overlap even when
     # the shared machine is slow to start one of them.
     repo = make_repo(tmp_path_factory.mktemp("pool") / "research", env, value="1.0:4")
+    markers = os.path.join(base, "markers")
+    os.makedirs(markers)
+    repo.env["AR_TEST_MARKERS"] = markers     # the local head's workers inherit the runner's env
     repo.ok("pool", "up", "--gpus", "4", "--cpus", "2")
     try:
         yield repo
@@ -67,7 +71,14 @@ def test_a_wave_of_three_candidates_and_the_control_runs_at_once(repo):
     assert repo.git("status", "--porcelain", "--untracked-files=no") == ""
     assert repo.git("show", f"refs/autoresearch/candidates/{ids[0]}:value.txt") == "0.5:5"
 
+    # The four runs hold at a barrier until all four have started (120 s at most), so they
+    # overlap however slowly a loaded machine starts them, if the pool runs them at once.
+    markers = Path(repo.env["AR_TEST_MARKERS"])
+    for old in markers.glob("start-*"):
+        old.unlink()
+    (markers / "barrier").write_text("4\n")
     rc, data = repo.json("wait", "--timeout", "200")
+    (markers / "barrier").unlink()
     assert rc == 0 and data["status"] == "done"
     w = data["wave"]
     first = [r for r in data["runs"] if r["role"] in ("candidate", "control")][:4]
@@ -157,6 +168,41 @@ def test_a_candidate_ref_moved_after_submit_to_game_the_harness_is_not_run(repo)
     assert any("not run" in n and "bench.sh" in n for n in data["notes"]), data["notes"]
     assert not [r for r in repo.runs() if r["metric"] == 0]
     assert "METRIC loss=0" not in repo.git("show", "HEAD:bench.sh")
+
+
+def test_a_wave_whose_control_is_slowed_runs_again_and_a_contended_one_keeps_nothing(repo):
+    markers = Path(repo.env["AR_TEST_MARKERS"])
+    calibration = [r for r in repo.runs() if r.get("calibration")]
+    assert calibration and all(r["metrics"]["num_steps"] == 100 for r in calibration)
+    # A noisy neighbour slows the first two runs to start (the control and the candidate):
+    # half the calibration's steps. The wave is not trusted and runs again, unslowed.
+    for old in markers.glob("claim-*"):
+        old.rmdir()
+    (markers / "contend").write_text("2\n")
+    head = repo.git("rev-parse", "HEAD")
+    cand = repo.submit("0.2")
+    rc, data = repo.json("wait", "--timeout", "200")
+    assert rc == 0 and data["status"] == "done", data
+    assert any("was contended" in n and "runs again" in n for n in data["notes"]), data["notes"]
+    mine = [r for r in data["runs"] if r.get("candidate") == cand["id"] and r["role"] == "candidate"]
+    assert len(mine) == 1 and mine[0]["metrics"]["num_steps"] == 100
+    assert mine[0]["contention"]["contended"] is False and mine[0]["contention"]["ratio"] == 1.0
+    assert data["contention"]["contended"] is False
+    assert [r["status"] for r in mine] == ["keep"] and repo.git("rev-parse", "HEAD") != head
+
+    # Slowed on every attempt: one record for the candidate, flagged, and nothing kept.
+    (markers / "contend").write_text("1000\n")
+    head = repo.git("rev-parse", "HEAD")
+    cand = repo.submit("0.1")
+    rc, data = repo.json("wait", "--timeout", "200")
+    (markers / "contend").unlink()
+    assert rc == 0 and data["status"] == "done", data
+    assert any("contended again" in n for n in data["notes"]), data["notes"]
+    mine = [r for r in data["runs"] if r.get("candidate") == cand["id"] and r["role"] == "candidate"]
+    assert len(mine) == 1 and mine[0]["status"] == "discard", mine
+    assert "contended" in mine[0]["reason"] and mine[0]["contention"]["ratio"] == 0.5
+    assert not [r for r in data["runs"] if r["status"] == "keep"]
+    assert repo.git("rev-parse", "HEAD") == head
 
 
 def _tree(pid):

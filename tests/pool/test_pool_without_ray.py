@@ -62,7 +62,7 @@ def test_a_snapshot_shipped_as_bytes_runs_like_the_exported_one(tmp_path):
     assert here["snapshot"] == "export" and there["snapshot"] == "bytes"
     for res in (here, there):
         m = res["measurement"]
-        assert m.exit_code == 0 and m.found == {"loss": 0.75} and b"METRIC loss=0.75" in res["files"]["output.log"]
+        assert m.exit_code == 0 and m.found["loss"] == 0.75 and b"METRIC loss=0.75" in res["files"]["output.log"]
     # Never the live tree: an edit made while the run goes is not what runs.
     repo.set("crash")
-    assert pool_task.run_experiment(spec, "another-node")["measurement"].found == {"loss": 0.75}
+    assert pool_task.run_experiment(spec, "another-node")["measurement"].found["loss"] == 0.75

@@ -102,3 +102,19 @@ def test_the_iteration_budget_counts_candidates_not_the_pools_own_runs():
     for r in runs:
         tally.add(r)
     assert summary.Tally.from_json(tally.to_json()).summary().iterations_left == 2
+
+
+def test_the_contention_check_compares_the_controls_throughput_with_the_calibrations_median():
+    calibration = [{"num_steps": 355}, {"num_steps": 350}, {"num_steps": 360}, {"loss": 1.0}]
+    fine = wave.contention({"num_steps": 330, "loss": 1.0}, calibration)
+    assert fine.metric == "num_steps" and fine.calibration == 355 and not fine.contended
+    # PR #71's three runs on one A100: 355 steps fell to ~140.
+    slowed = wave.contention({"num_steps": 140}, calibration)
+    assert slowed.contended and round(slowed.ratio, 3) == 0.394 and "39%" in slowed.describe()
+    assert wave.contention({"num_steps": 319}, calibration).contended          # 0.899 < 0.9
+    assert not wave.contention({"num_steps": 320}, calibration).contended      # 0.901
+    # tok_per_s comes first; nothing to compare with, or no throughput at all: no check.
+    assert wave.contention({"tok_per_s": 5e5, "num_steps": 1}, [{"tok_per_s": 5e5}]).ratio == 1.0
+    assert wave.contention({"tok_per_s": 5e5}, calibration) is None
+    assert wave.contention({"loss": 1.0}, calibration) is None
+    assert wave.contention({"num_steps": 0}, calibration) is None
