@@ -7,9 +7,14 @@ run its folder (steps.jsonl, output.log, summary.json, sample.txt, diagnosis.jso
 Same arguments, same bytes.
 """
 
+import contextlib
 import json
 import math
 import random
+import re
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 HOSTILE = {
@@ -178,3 +183,23 @@ if __name__ == "__main__":
     # python tests/report/report_fixture.py DIR [RUNS]: a clean night to look at (docs/report.png)
     import sys
     print(make_repo(sys.argv[1], n_runs=int(sys.argv[2]) if len(sys.argv) > 2 else 300, malformed=False, hostile=False))
+
+
+@contextlib.contextmanager
+def serving(root, err_path):
+    """`autoresearch serve --port 0` in `root` (its stderr in `err_path`); yields the port it chose."""
+    from conftest import engine_env  # tests only: the benchmarks import this module without tests/ on the path
+    with open(err_path, "w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "autoresearch", "serve", "--port", "0"], cwd=root,
+                                env=engine_env(), stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        deadline, port = time.monotonic() + 20, None
+        while port is None:
+            found = re.search(r"http://127\.0\.0\.1:(\d+)/", err_path.read_text())
+            port = int(found.group(1)) if found else None
+            assert proc.poll() is None and time.monotonic() < deadline, err_path.read_text()
+            time.sleep(0.05)
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -13,12 +13,12 @@ import json
 import re
 import subprocess
 import sys
-import time
 import urllib.request
 
 import pytest
-from conftest import engine_env, require_tool, run_cli
+from conftest import require_tool, run_cli
 from report_browser import dump_dom, root_attributes
+from report_fixture import serving
 
 BENCH = "#!/bin/bash\necho \"training with $(cat value.txt)\"\necho \"METRIC loss=$(cat value.txt)\"\n"
 FLOAT_MAX = sys.float_info.max
@@ -150,22 +150,10 @@ def test_the_report_page_embeds_strict_json_and_the_chart_draws_every_run(night,
 def test_serve_sends_strict_json(night, tmp_path):
     root, _ = night
     err_path = tmp_path / "serve.err"
-    with open(err_path, "w") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "autoresearch", "serve", "--port", "0"], cwd=root,
-                                env=engine_env(), stdout=subprocess.DEVNULL, stderr=err)
-    try:
-        deadline, port = time.monotonic() + 20, None
-        while port is None:
-            found = re.search(r"http://127\.0\.0\.1:(\d+)/", err_path.read_text())
-            port = int(found.group(1)) if found else None
-            assert proc.poll() is None and time.monotonic() < deadline, err_path.read_text()
-            time.sleep(0.05)
+    with serving(root, err_path) as port:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/model", timeout=10) as res:
             model = strict(res.read().decode("utf-8"))["model"]
         assert [r["metric"] for r in model["runs"]][-len(SEGMENT_1):] == [float(v) for v, _ in SEGMENT_1]
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def test_exports_keep_every_value_exactly(night):

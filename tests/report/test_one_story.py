@@ -10,13 +10,12 @@ TSV must all say the same.
 import json
 import re
 import subprocess
-import sys
-import time
 import urllib.request
 
 import pytest
-from conftest import engine_env, run_cli
+from conftest import run_cli
 from report_browser import Page
+from report_fixture import serving
 
 BENCH = r"""#!/bin/bash
 read -r v mode < value.txt
@@ -177,16 +176,7 @@ def test_page_header_in_chromium_says_the_same(night, tmp_path):
 def test_serve_data_and_live_header_say_the_same(night, tmp_path):
     root, s = night
     err_path = tmp_path / "serve.err"
-    with open(err_path, "w") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "autoresearch", "serve", "--port", "0"], cwd=root,
-                                env=engine_env(), stdout=subprocess.DEVNULL, stderr=err)
-    try:
-        deadline, port = time.monotonic() + 20, None
-        while port is None:
-            found = re.search(r"http://127\.0\.0\.1:(\d+)/", err_path.read_text())
-            port = int(found.group(1)) if found else None
-            assert proc.poll() is None and time.monotonic() < deadline, err_path.read_text()
-            time.sleep(0.05)
+    with serving(root, err_path) as port:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/model", timeout=10) as res:
             model = json.loads(res.read())["model"]
         assert model["status"] == s
@@ -196,9 +186,6 @@ def test_serve_data_and_live_header_say_the_same(night, tmp_path):
             check_header(header_cards(page), s)
         finally:
             page.close()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def test_the_tsv_says_the_same(night):

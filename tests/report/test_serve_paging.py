@@ -5,16 +5,12 @@ page in Chromium draws every run, shows the loaded rows, loads more, and opens a
 
 import json
 import random
-import re
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
 
 import pytest
 import report_fixture
-from conftest import engine_env
 from report_browser import Page
 
 from autoresearch import report, serve
@@ -36,20 +32,8 @@ def served(tmp_path_factory):
     with open(root / "autoresearch.jsonl", "a", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
     err_path = root / "serve.err"
-    with open(err_path, "w") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "autoresearch", "serve", "--port", "0"], cwd=root,
-                                env=engine_env(), stdout=subprocess.DEVNULL, stderr=err)
-    try:
-        deadline, port = time.monotonic() + 20, None
-        while port is None:
-            found = re.search(r"http://127\.0\.0\.1:(\d+)/", err_path.read_text())
-            port = int(found.group(1)) if found else None
-            assert proc.poll() is None and time.monotonic() < deadline, err_path.read_text()
-            time.sleep(0.05)
+    with report_fixture.serving(root, err_path) as port:
         yield root, f"http://127.0.0.1:{port}/"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def get(url):
