@@ -45,6 +45,7 @@ class Runner:
         self.stopping = False
         self.ray = None
         self.head_node = None
+        self.ledger = None
         self.info = None
 
     # --- start-up ---
@@ -69,6 +70,7 @@ class Runner:
         self.head_node = ray.get_runtime_context().get_node_id()
         self.remote_run = ray.remote(max_retries=TASK_RETRIES, retry_exceptions=False)(_run_task)
         self.remote_probe = ray.remote(_probe_task)
+        self.ledger = _start_ledger(ray, self.head_node)
         return self._check_nodes()
 
     def _check_nodes(self):
@@ -266,7 +268,8 @@ class Wave:
         paths = list(self.config.scope) + sorted(self.config.fixed) + list(PROJECT_FILES)
         files, executable = _commit_files(root, slot["commit"], paths)
         return {"run": slot["run"], "commit": slot["commit"], "repo": root, "head_node": self.r.head_node,
-                "files": files, "executable": executable, "config": self.config.to_json()}
+                "files": files, "executable": executable, "config": self.config.to_json(),
+                "ledger": self.r.ledger}
 
     def _dispatch(self, slots):
         """Run `slots` at once, one GPU each; return {run: result}. Node loss: retried, never a crash."""
@@ -280,6 +283,7 @@ class Wave:
             pending[ref] = run
 
         nodes_before = self._alive_nodes()
+        self._take_starts()   # starts left from an earlier dispatch of the same run numbers
         for s in slots:
             submit(s["run"])
         results = {}
@@ -313,11 +317,36 @@ class Wave:
                 res["attempt"] = attempts[run]
                 self._store(run, res)
                 results[run] = res
+        self._note_restarts(results)
         lost = nodes_before - self._alive_nodes()
         if lost:
             self.notes.append(f"{len(lost)} node(s) lost during the wave; Ray ran their tasks again on the "
                               "nodes left (a run cut short by node loss is re-run, never recorded as a crash)")
         return results
+
+    def _take_starts(self):
+        """{run: [node, ...]}: where each run of this dispatch began, in order (the start ledger)."""
+        ledger = self.r.ledger
+        if ledger is None:
+            return {}
+        try:
+            return self.r.ray.get(ledger.take.remote(), timeout=30)
+        except Exception:   # the ledger is an account, never a reason to lose a wave
+            return {}
+
+    def _note_restarts(self, results):
+        """Name each run that Ray began again elsewhere. Ray re-runs a task whose worker died
+        without telling the caller, and its control store marks a killed node dead only after
+        missed health checks (seconds, more on a loaded machine), often after the re-run has
+        finished; the start ledger is what tells, at once, that a node was lost under a run."""
+        for run, nodes in sorted(self._take_starts().items()):
+            if len(nodes) < 2:
+                continue
+            end = (results.get(run) or {}).get("node") or nodes[-1]
+            gone = [n for n in dict.fromkeys(nodes) if n != end]
+            where = ", ".join(n[:8] for n in gone) or end[:8]
+            self.notes.append(f"run {run}: began {len(nodes)} times; its worker or node ({where}) was lost "
+                              f"under it and Ray ran it again on {end[:8]} (re-run, not a crash)")
 
     def _check_contention(self, plan, results):
         """The wave's results once its control's throughput matches the calibration's: a
@@ -630,10 +659,43 @@ def _unlink(path):
 
 # --- the Ray tasks (module-level functions, shipped by reference to autoresearch.pool_task) ---
 
+class _StartLedger:
+    """Where each run began, told by the task itself: a run that began twice was re-run by Ray."""
+
+    def __init__(self):
+        self.starts = {}
+
+    def began(self, run, node):
+        self.starts.setdefault(run, []).append(node)
+
+    def take(self):
+        starts, self.starts = self.starts, {}
+        return starts
+
+
+def _start_ledger(ray, head_node):
+    """The ledger actor, on the runner's own node (it lives as long as the pool); None if Ray refuses."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+    try:
+        return ray.remote(num_cpus=0)(_StartLedger).options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(head_node, soft=False)).remote()
+    except Exception as exc:
+        say(f"no start ledger ({_one_line(exc)}); a run Ray re-ran after a lost node is noted only "
+            "once Ray marks the node dead")
+        return None
+
+
 def _run_task(spec):
     import ray
     from autoresearch import pool_task
-    return pool_task.run_experiment(spec, ray.get_runtime_context().get_node_id())
+    node = ray.get_runtime_context().get_node_id()
+    ledger = spec.pop("ledger", None)
+    if ledger is not None:
+        try:
+            ray.get(ledger.began.remote(spec["run"], node), timeout=30)
+        except Exception:   # the account of starts never stops a run
+            pass
+    return pool_task.run_experiment(spec, node)
 
 
 def _probe_task(data_check):
