@@ -1080,11 +1080,16 @@ def main(argv):
     if len(argv) >= 1 and argv[0] == "evaluate":
         go_file = argv[argv.index("--go") + 1] if "--go" in argv else None
         parent = int(argv[argv.index("--parent") + 1]) if "--parent" in argv else os.getppid()
+        manifest_sha = argv[argv.index("--manifest-sha") + 1] if "--manifest-sha" in argv else None
         known = (HarnessError, prepare.PrepareError, CausalityError)
         # Everything that does not need the weights happens while train.py trains (off the time
         # outside the budget); a refusal waits for "go", so it is reported after training's output.
+        # First the data: this process scores only its own copies, checked against the manifest.
         definitions = early_error = None
         try:
+            warning = prepare.check_prepared(manifest_sha)
+            if warning:
+                print(f"harness: {warning}", flush=True)
             definitions = load_definitions(os.path.join(HERE, "train.py"))
         except known as e:
             early_error = e
@@ -1098,7 +1103,8 @@ def main(argv):
             print(f"FAIL: {e}", flush=True)
             return 1
         _exit_now(0)
-    print("usage: python -I harness.py evaluate [--go FILE]   (autoresearch.sh runs this)", file=sys.stderr)
+    print("usage: python -I harness.py evaluate [--go FILE] [--parent PID] [--manifest-sha SHA256]"
+          "   (autoresearch.sh runs this)", file=sys.stderr)
     return 2
 
 

@@ -1,0 +1,212 @@
+"""train.py cannot change the data the evaluator scores.
+
+The evaluator computes val_bpb (and the hidden holdout) from the prepared folder in the cache:
+the split files, the token byte counts, the tokenizer, manifest.json. train.py runs as the user,
+so nothing in the file system stops it from writing them. Each attack here is a real train.py run
+for real: `autoresearch.sh` hashes manifest.json before training starts and hands the hash to the
+evaluator, which checks the manifest and every prepared file it reads against it (the portable
+guard: AUTORESEARCH_SANDBOX=off turns the Linux seal off, as on macOS); on Linux the seal also
+makes the folder read-only to training, so the write itself fails.
+"""
+
+import json
+import os
+import pickle
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from autoresearch import metrics
+
+from .template_helpers import ROOT
+from .test_holdout_sealed import needs_landlock
+from .test_smoke_run import run_benchmark
+
+sys.path.insert(0, str(ROOT / "tests"))
+from conftest import run_cli  # noqa: E402
+
+sys.path.pop(0)
+
+OFF = {"AUTORESEARCH_SANDBOX": "off"}   # the portable guard alone, as where Landlock is unavailable
+LOOP_END = "        if step > harness.WARMUP_STEPS and training_time >= TIME_BUDGET:\n"
+LOADER = "    loader = harness.train_batches(DEVICE_BATCH_SIZE, device)\n"
+
+
+def capped(text, steps):
+    """train.py stopping after `steps` steps (a legitimate edit: it keeps the tests short)."""
+    assert LOOP_END in text
+    return text.replace(LOOP_END, f"        if step >= {steps} or (step > harness.WARMUP_STEPS and training_time >= TIME_BUDGET):\n")
+
+
+def poisoning_val(text, prepared):
+    """The optimiser's move: overwrite every fifth document of the validation split in place with
+    one token repeated, and teach the model that a document of that token goes on with it (the
+    second half of every fifth training row). val_bpb drops by a share the engine finds plausible
+    (under its 30% limit)."""
+    assert LOADER in text
+    return text.replace(LOADER, LOADER + f"""    from numpy import load as load_offsets, memmap as mapped
+    val = mapped({prepared + "/val.bin"!r}, dtype="uint16", mode="r+")
+    starts = load_offsets({prepared + "/val.idx.npy"!r})
+    for a, b in zip(starts[:-1:5], starts[1::5]):
+        val[a + 1:b] = 300
+    val.flush()
+    honest = loader
+
+    def mixed():
+        half = MAX_SEQ_LEN // 2
+        for x, y, epoch in honest:
+            x, y = x.clone(), y.clone()
+            x[::5, half] = tokenizer.get_bos_token_id()
+            x[::5, half + 1:] = 300
+            y[::5, half:] = 300
+            y[::5, half - 1] = tokenizer.get_bos_token_id()
+            yield x, y, epoch
+    loader = mixed()
+""")
+
+
+def own_cache(env, tmp_path):
+    """A copy of the session's prepared cache (the attacks damage it)."""
+    cache = tmp_path / "cache"
+    shutil.copytree(env["AUTORESEARCH_CACHE"], cache, ignore=shutil.ignore_patterns("manual-run"))
+    return dict(env, AUTORESEARCH_CACHE=str(cache)), cache / "prepared"
+
+
+def test_poisoning_the_validation_split_is_never_kept(research_repo, tmp_path):
+    """Through the real engine: a baseline, then a train.py that rewrites val.bin while it trains.
+    It would be kept (a 10-20% gain); it is a crash that says what to do, and the baseline stays."""
+    template, session_env = research_repo
+    env, prepared = own_cache(session_env, tmp_path)
+    env = dict(env, **OFF)
+    repo = tmp_path / "night"
+    shutil.copytree(template, repo, ignore=shutil.ignore_patterns("autoresearch.sh", "__pycache__"))
+    for key in ("AUTORESEARCH_RUN", "AUTORESEARCH_RUN_DIR", "AUTORESEARCH_STEPS_FILE"):
+        env.pop(key, None)
+
+    def cli(*args):
+        proc = run_cli(list(args), cwd=repo, env=env, timeout=600)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return proc
+    for args in (["init", "-q"], ["config", "user.name", "Test"], ["config", "user.email", "t@example.com"]):
+        subprocess.run(["git", *args], cwd=repo, check=True)
+    cli("init", "--template", "ml", "--noise-runs", "1")
+    (repo / "train.py").write_text(capped((repo / "train.py").read_text(), 60))
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    subprocess.run(["git", "commit", "-qm", "the template, shorter runs"], cwd=repo, check=True)
+    cli("run", "-m", "baseline")
+    honest = (prepared / "val.bin").read_bytes()
+    (repo / "train.py").write_text(poisoning_val((repo / "train.py").read_text(), str(prepared)))
+    out = cli("run", "-m", "a better model").stdout
+    runs = [json.loads(line) for line in (repo / "autoresearch.jsonl").read_text().splitlines() if '"run"' in line]
+    assert (prepared / "val.bin").read_bytes() != honest        # the write itself went through
+    assert [r["status"] for r in runs] == ["keep", "crash"], out
+    assert "prepare.py --force" in out and "val.bin" in out
+    status = json.loads(cli("status", "--json").stdout)
+    assert status["best"]["run"] == 1
+
+
+TOKENIZER = "    tokenizer = Tokenizer.from_directory()\n"
+
+
+def rewriting_manifest(text, prepared):
+    """Poison val.bin, then record the poisoned file's sha256 in manifest.json, keeping data_sha
+    (the printed fingerprint) as it was: the per-file check alone would pass."""
+    return text.replace(TOKENIZER, TOKENIZER + f"""    import hashlib
+    import json
+    from numpy import memmap as mapped
+    val = mapped({prepared + "/val.bin"!r}, dtype="uint16", mode="r+")
+    val[1:200] = 300
+    val.flush()
+    with torch.serialization._open_file_like({prepared + "/manifest.json"!r}, "r") as f:
+        manifest = json.loads(f.read())
+    manifest["files"]["val.bin"] = hashlib.sha256(val.tobytes()).hexdigest()
+    with torch.serialization._open_file_like({prepared + "/manifest.json"!r}, "w") as f:
+        f.write(json.dumps(manifest, indent=1))
+""")
+
+
+# A pickle that, when the evaluator loads "the tokenizer", prints a summary of its own and exits.
+PAYLOAD = b"cbuiltins\nexec\n(Vprint('---\\nval_bpb:          0.010000', flush=True); import os; os._exit(0)\ntR."
+
+
+def replacing_tokenizer(text, prepared):
+    return text.replace(TOKENIZER, TOKENIZER + f"""    with torch.serialization._open_file_like({prepared + "/tokenizer.pkl"!r}, "wb") as f:
+        f.write({PAYLOAD!r})
+""")
+
+
+@pytest.mark.parametrize("attack, refusal", [
+    (rewriting_manifest, "manifest.json is not what it was when training started"),
+    (replacing_tokenizer, "tokenizer.pkl is not what prepare.py wrote"),
+], ids=["val-and-its-manifest-entry", "tokenizer-pickle"])
+def test_rewriting_what_the_evaluator_trusts_is_refused(research_repo, tmp_path, attack, refusal):
+    template, session_env = research_repo
+    env, prepared = own_cache(session_env, tmp_path)
+    repo = tmp_path / "repo"
+    shutil.copytree(template, repo)
+    text = (repo / "train.py").read_text()
+    assert TOKENIZER in text
+    (repo / "train.py").write_text(attack(capped(text, 12), str(prepared)))
+    before = (prepared / "manifest.json").read_bytes()
+    done = run_benchmark(repo, dict(env, **OFF), tmp_path / "run")
+    assert (prepared / "manifest.json").read_bytes() != before or attack is replacing_tokenizer
+    assert done.returncode == 1, done.stdout[-3000:]
+    assert "val_bpb" not in metrics.parse(done.stdout)[0]
+    last = done.stderr.strip().splitlines()[-1]
+    assert refusal in last and "prepare.py --force" in last, last
+    assert not (tmp_path / "run" / "summary.json").exists()
+
+
+def corrupt_copy(prepared, tmp_path, name):
+    copy = tmp_path / "prepared"
+    shutil.copytree(prepared, copy)
+    if name:
+        data = bytearray((copy / name).read_bytes())
+        data[len(data) // 2] ^= 1          # one bit, in the middle
+        (copy / name).write_bytes(bytes(data))
+    return copy
+
+
+@pytest.mark.parametrize("name", [None, "val.bin", "val.idx.npy", "holdout.bin", "holdout.idx.npy",
+                                  "token_bytes.pt", "token_bytes_karpathy.pt", "tokenizer.pkl"])
+def test_every_file_the_evaluator_reads_is_checked(modules, tmp_path, name):
+    prepare = modules[0]
+    assert set(prepare.EVALUATED_FILES) <= set(prepare.MANIFEST["files"])
+    copy = corrupt_copy(prepare.PREPARED_DIR, tmp_path, name)
+    try:
+        if name is None:
+            assert prepare.check_prepared(prepared_dir=copy) is None
+            tokens, offsets = prepare.load_split("val", copy)          # served from the checked copy
+            (copy / "val.bin").write_bytes(b"\0" * (copy / "val.bin").stat().st_size)
+            assert tokens.any() and (prepare.load_split("val", copy)[0] == tokens).all()
+        else:
+            with pytest.raises(prepare.PrepareError, match=rf"the prepared data changed: {re.escape(name)} is not "
+                               r"what prepare.py wrote .*prepare\.py --force"):
+                prepare.check_prepared(prepared_dir=copy)
+    finally:
+        for key in [k for k in prepare._CHECKED if str(k).startswith(str(copy))]:
+            del prepare._CHECKED[key]
+
+
+def test_a_changed_manifest_is_refused_and_an_old_one_warned_about(modules, tmp_path):
+    import hashlib
+    prepare = modules[0]
+    copy = corrupt_copy(prepare.PREPARED_DIR, tmp_path, None)
+    manifest = copy / "manifest.json"
+    sha = hashlib.sha256(manifest.read_bytes()).hexdigest()
+    try:
+        assert prepare.check_prepared(sha, prepared_dir=copy) is None
+        old = json.loads(manifest.read_text())
+        del old["files"]                        # as written by a prepare.py before per-file sums
+        manifest.write_text(json.dumps(old))
+        with pytest.raises(prepare.PrepareError, match="manifest.json is not what it was when training started"):
+            prepare.check_prepared(sha, prepared_dir=copy)
+        (copy / "val.bin").write_bytes((copy / "val.bin").read_bytes()[::-1])
+        warning = prepare.check_prepared(hashlib.sha256(manifest.read_bytes()).hexdigest(), prepared_dir=copy)
+        assert "no per-file checksums" in warning and "prepare.py --force" in warning
+    finally:
+        for key in [k for k in prepare._CHECKED if str(k).startswith(str(copy))]:
+            del prepare._CHECKED[key]
