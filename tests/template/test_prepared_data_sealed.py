@@ -103,7 +103,8 @@ def test_poisoning_the_validation_split_is_never_kept(research_repo, tmp_path):
     runs = [json.loads(line) for line in (repo / "autoresearch.jsonl").read_text().splitlines() if '"run"' in line]
     assert (prepared / "val.bin").read_bytes() != honest        # the write itself went through
     assert [r["status"] for r in runs] == ["keep", "crash"], out
-    assert "prepare.py --force" in out and "val.bin" in out
+    assert "diagnosis: DATA (DATA_CHANGED)" in out and "val.bin is not what prepare.py wrote" in out
+    assert "`python prepare.py --force`" in out.split("diagnosis:")[1]
     status = json.loads(cli("status", "--json").stdout)
     assert status["best"]["run"] == 1
 
@@ -210,3 +211,81 @@ def test_a_changed_manifest_is_refused_and_an_old_one_warned_about(modules, tmp_
     finally:
         for key in [k for k in prepare._CHECKED if str(k).startswith(str(copy))]:
             del prepare._CHECKED[key]
+
+
+WRITE_PROBE = r"""
+import json, os, sys
+cache, scratch, run_dir = sys.argv[1:4]
+prepared = os.path.join(cache, "prepared")
+
+
+def attempt(act):
+    try:
+        act()
+        return "done"
+    except PermissionError:
+        return "denied"
+    except OSError as e:
+        return type(e).__name__
+
+
+def write(path, mode="wb"):
+    with open(path, mode) as f:
+        f.write(b"x")
+
+
+out = {
+    "read val.bin": attempt(lambda: open(os.path.join(prepared, "val.bin"), "rb").read(4)),
+    "read holdout.bin": attempt(lambda: open(os.path.join(prepared, "holdout.bin"), "rb").read(4)),
+    "run dir": attempt(lambda: write(os.path.join(run_dir, "note.txt"))),
+    "scratch": attempt(lambda: write(os.path.join(scratch, "note.txt"))),
+    "the repo": attempt(lambda: write("note.txt")),
+    "rewrite val.bin": attempt(lambda: write(os.path.join(prepared, "val.bin"), "r+b")),
+    "truncate tokenizer.pkl": attempt(lambda: os.truncate(os.path.join(prepared, "tokenizer.pkl"), 0)),
+    "new file in prepared": attempt(lambda: write(os.path.join(prepared, "extra.bin"))),
+    "remove manifest.json": attempt(lambda: os.unlink(os.path.join(prepared, "manifest.json"))),
+    "rename val.bin": attempt(lambda: os.rename(os.path.join(prepared, "val.bin"), os.path.join(prepared, "v"))),
+    "rewrite a shard": attempt(lambda: write(os.path.join(cache, "climbmix", "shard_00000.parquet"), "r+b")),
+    "new folder in cache": attempt(lambda: os.mkdir(os.path.join(cache, "prepared.new"))),
+    "swap prepared": attempt(lambda: os.rename(prepared, prepared + ".old")),
+    "move the cache": attempt(lambda: os.rename(cache, cache + ".old")),
+}
+print(json.dumps(out))
+"""
+WRITES = ["rewrite val.bin", "truncate tokenizer.pkl", "new file in prepared", "remove manifest.json",
+          "rename val.bin", "swap prepared", "new folder in cache", "move the cache", "rewrite a shard"]
+
+
+def probe(repo, env, args, sealed=True):
+    cmd = [sys.executable, "-I", "harness.py", "train"] if sealed else [sys.executable]
+    done = subprocess.run(cmd + ["-c", WRITE_PROBE, *args], cwd=repo, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@needs_landlock
+def test_a_sealed_process_cannot_write_the_data_folders(research_repo, tmp_path):
+    template, session_env = research_repo
+    env, prepared = own_cache(session_env, tmp_path)
+    shards = prepared.parent / "climbmix"
+    shards.mkdir()
+    (shards / "shard_00000.parquet").write_bytes(b"PAR1")
+    repo, scratch, run_dir = tmp_path / "repo", tmp_path / "scratch", tmp_path / "run"
+    shutil.copytree(template, repo)
+    scratch.mkdir()
+    env = dict(env, AUTORESEARCH_RUN_DIR=str(run_dir), TMPDIR=str(scratch))
+    args = [str(prepared.parent), str(scratch), str(run_dir)]
+    before = {p.name: p.read_bytes() for p in prepared.iterdir()}
+    sealed = probe(repo, env, args)
+    assert {k for k, v in sealed.items() if v == "denied"} == set(WRITES) | {"read holdout.bin"}, sealed
+    assert {p.name: p.read_bytes() for p in prepared.iterdir()} == before
+    assert (run_dir / "note.txt").exists() and (repo / "note.txt").exists()    # made before the seal
+    # AUTORESEARCH_SANDBOX=off: the data folders are writable again (the evaluator's checks remain);
+    # the holdout stays unreadable. Unsealed, everything goes through.
+    off = probe(repo, dict(env, **OFF), args)
+    assert off["read holdout.bin"] == "denied" and {off[k] for k in WRITES} == {"done"}, off
+    shutil.rmtree(tmp_path / "cache.old")
+    env, prepared = own_cache(session_env, tmp_path)
+    plain = probe(repo, env, args, sealed=False)
+    assert plain["read holdout.bin"] == "done" and plain["rewrite val.bin"] == "done", plain
