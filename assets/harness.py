@@ -14,6 +14,7 @@ whatever train.py printed or patched in its own process cannot move the recorded
 
 import ast
 import contextlib
+import hashlib
 import importlib.util
 import json
 import math
@@ -943,8 +944,9 @@ def _check_untouched():
         if len(space) >= n and tuple(space)[:n] == keys and tuple(map(id, space.values()))[:n] == ids:
             continue
         # new names are fine in torch's own namespace only (submodules are imported lazily)
+        # (__warningregistry__ is the warnings machinery's: a warning raised in a module adds it)
         changed = sorted(k for k in (before if name == "torch" else set(before) | set(space))
-                         if space.get(k) is not before.get(k))
+                         if space.get(k) is not before.get(k) and k != "__warningregistry__")
         if changed:
             raise UnsafeTrainPy(f"train.py's code changed {name}.{changed[0]} while the evaluator ran it; "
                                 "the model may compute logits, nothing else")
@@ -963,15 +965,23 @@ def _snapshot_namespaces():
             for name, space in _watched_namespaces().items()}
 
 
-def load_train_module(path):
-    source = open(path, encoding="utf-8").read()
+def load_train_module(path, expected_sha=None):
+    """Import train.py's definitions from the bytes checked here (the train.py that trained, when
+    `expected_sha` is the hash autoresearch.sh took before training started)."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    if expected_sha and hashlib.sha256(raw).hexdigest() != expected_sha:
+        raise HarnessError("train.py changed while it ran: the evaluator rebuilds the model only from the "
+                           "train.py that trained (the one recorded); train.py must not write itself")
+    source = raw.decode("utf-8")
     check_train_py(source, os.path.basename(path))
     spec = importlib.util.spec_from_file_location("train", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules["train"] = module
+    code = compile(source, path, "exec")
     install_guard()
     with _guarded():
-        spec.loader.exec_module(module)
+        exec(code, module.__dict__)
     _check_untouched()
     return module
 
@@ -984,7 +994,8 @@ def _wait_for_go(go_file, parent):
     """Block (importing is done) until autoresearch.sh writes 'go' or 'stop', or goes away."""
     while True:
         with contextlib.suppress(OSError):
-            word = open(go_file).read().strip()
+            with open(go_file) as f:
+                word = f.read().strip()
             if word in ("go", "stop"):
                 return word
         try:
@@ -1021,8 +1032,8 @@ class Definitions:
     vocab: int
 
 
-def load_definitions(train_py):
-    return Definitions(load_train_module(train_py), prepare.Tokenizer.from_directory(),
+def load_definitions(train_py, expected_sha=None):
+    return Definitions(load_train_module(train_py, expected_sha), prepare.Tokenizer.from_directory(),
                        prepare.prepared_vocab_size())
 
 
@@ -1114,6 +1125,7 @@ def main(argv):
         go_file = argv[argv.index("--go") + 1] if "--go" in argv else None
         parent = int(argv[argv.index("--parent") + 1]) if "--parent" in argv else os.getppid()
         manifest_sha = argv[argv.index("--manifest-sha") + 1] if "--manifest-sha" in argv else None
+        train_sha = argv[argv.index("--train-sha") + 1] if "--train-sha" in argv else None
         known = (HarnessError, prepare.PrepareError, CausalityError)
         # Everything that does not need the weights happens while train.py trains (off the time
         # outside the budget); a refusal waits for "go", so it is reported after training's output.
@@ -1125,7 +1137,7 @@ def main(argv):
             _TIMES["data_check_seconds"] = round(time.time() - t0, 4)   # while train.py trains
             if warning:
                 print(f"harness: {warning}", flush=True)
-            definitions = load_definitions(os.path.join(HERE, "train.py"))
+            definitions = load_definitions(os.path.join(HERE, "train.py"), train_sha)
         except known as e:
             early_error = e
         if go_file and _wait_for_go(go_file, parent) == "stop":
@@ -1138,7 +1150,7 @@ def main(argv):
             print(f"FAIL: {e}", flush=True)
             return 1
         _exit_now(0)
-    print("usage: python -I harness.py evaluate [--go FILE] [--parent PID] [--manifest-sha SHA256]"
+    print("usage: python -I harness.py evaluate [--go FILE] [--parent PID] [--manifest-sha SHA256] [--train-sha SHA256]"
           "   (autoresearch.sh runs this)", file=sys.stderr)
     return 2
 

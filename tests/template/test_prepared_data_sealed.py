@@ -1,12 +1,13 @@
-"""train.py cannot change the data the evaluator scores.
+"""train.py cannot change what the evaluator scores with.
 
-The evaluator computes val_bpb (and the hidden holdout) from the prepared folder in the cache:
-the split files, the token byte counts, the tokenizer, manifest.json. train.py runs as the user,
-so nothing in the file system stops it from writing them. Each attack here is a real train.py run
-for real: `autoresearch.sh` hashes manifest.json before training starts and hands the hash to the
-evaluator, which checks the manifest and every prepared file it reads against it (the portable
-guard: AUTORESEARCH_SANDBOX=off turns the Linux seal off, as on macOS); on Linux the seal also
-makes the folder read-only to training, so the write itself fails.
+The evaluator computes val_bpb (and the hidden holdout) from the prepared folder in the cache (the
+split files, the token byte counts, the tokenizer, manifest.json) and from train.py's definitions.
+train.py runs as the user, so nothing in the file system stops it from writing them. Each attack
+here is a real train.py, run for real: `autoresearch.sh` hashes manifest.json and train.py before
+training starts and hands the hashes to the evaluator, which checks them and every prepared file
+it reads (the portable guard; AUTORESEARCH_SANDBOX=off turns the Linux write seal off, as where
+there is no Landlock). On Linux the seal also makes the data folders read-only to training, so the
+write itself fails.
 """
 
 import json
@@ -139,10 +140,21 @@ def replacing_tokenizer(text, prepared):
 """)
 
 
+def rewriting_itself(text, prepared):
+    """train.py rewrites itself once it has started: the evaluator would rebuild the model from
+    definitions that neither trained nor are recorded in the commit."""
+    return text.replace(TOKENIZER, TOKENIZER + """    with torch.serialization._open_file_like("train.py", "r") as f:
+        me = f.read()
+    with torch.serialization._open_file_like("train.py", "w") as f:
+        f.write(me.replace("self.config.softcap * torch.tanh(", "0.9 * self.config.softcap * torch.tanh("))
+""")
+
+
 @pytest.mark.parametrize("attack, refusal", [
-    (rewriting_manifest, "manifest.json is not what it was when training started"),
-    (replacing_tokenizer, "tokenizer.pkl is not what prepare.py wrote"),
-], ids=["val-and-its-manifest-entry", "tokenizer-pickle"])
+    (rewriting_manifest, "manifest.json is not what it was when training started; rebuild it with `python prepare.py --force`"),
+    (replacing_tokenizer, "tokenizer.pkl is not what prepare.py wrote (sha256 differs from manifest.json); rebuild"),
+    (rewriting_itself, "train.py changed while it ran"),
+], ids=["val-and-its-manifest-entry", "tokenizer-pickle", "train-py-rewrites-itself"])
 def test_rewriting_what_the_evaluator_trusts_is_refused(research_repo, tmp_path, attack, refusal):
     template, session_env = research_repo
     env, prepared = own_cache(session_env, tmp_path)
@@ -153,11 +165,11 @@ def test_rewriting_what_the_evaluator_trusts_is_refused(research_repo, tmp_path,
     (repo / "train.py").write_text(attack(capped(text, 12), str(prepared)))
     before = (prepared / "manifest.json").read_bytes()
     done = run_benchmark(repo, dict(env, **OFF), tmp_path / "run")
-    assert (prepared / "manifest.json").read_bytes() != before or attack is replacing_tokenizer
+    assert (prepared / "manifest.json").read_bytes() != before or attack is not rewriting_manifest
     assert done.returncode == 1, done.stdout[-3000:]
     assert "val_bpb" not in metrics.parse(done.stdout)[0]
     last = done.stderr.strip().splitlines()[-1]
-    assert refusal in last and "prepare.py --force" in last, last
+    assert refusal in last, last
     assert not (tmp_path / "run" / "summary.json").exists()
 
 
@@ -289,3 +301,27 @@ def test_a_sealed_process_cannot_write_the_data_folders(research_repo, tmp_path)
     env, prepared = own_cache(session_env, tmp_path)
     plain = probe(repo, env, args, sealed=False)
     assert plain["read holdout.bin"] == "done" and plain["rewrite val.bin"] == "done", plain
+
+
+def test_a_warning_raised_in_the_harness_is_not_taken_for_a_rebinding(modules):
+    """A warning attributed to a harness frame (an unclosed file, a torch deprecation) adds
+    `__warningregistry__` to the harness's namespace after the evaluator's snapshot of it; that is
+    the warnings machinery, not train.py's code (importing train.py from checked bytes made the
+    first such warning come after the snapshot)."""
+    harness = modules[1].harness
+    saved, original = dict(harness._WATCHED), harness.probe_batch
+    registry = vars(harness).pop("__warningregistry__", None)
+    harness._WATCHED.update(harness._snapshot_namespaces())
+    try:
+        vars(harness)["__warningregistry__"] = {"version": 1}
+        harness._check_untouched()
+        vars(harness)["probe_batch"] = lambda *a: None          # a real rebinding is still caught
+        with pytest.raises(harness.UnsafeTrainPy, match=r"harness\.probe_batch"):
+            harness._check_untouched()
+    finally:
+        vars(harness)["probe_batch"] = original
+        vars(harness).pop("__warningregistry__", None)
+        if registry is not None:
+            vars(harness)["__warningregistry__"] = registry
+        harness._WATCHED.clear()
+        harness._WATCHED.update(saved)
