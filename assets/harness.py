@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import time
+import traceback
 from dataclasses import dataclass
 
 
@@ -864,7 +865,10 @@ _DENIED_EVENTS = ("os.system", "subprocess.Popen", "os.exec", "os.posix_spawn", 
 
 @contextlib.contextmanager
 def _guarded():
-    """While train.py's code runs in the evaluator: no writes, no processes, no reading the data."""
+    """While train.py's code runs in the evaluator: no writes, no processes, no reading the data.
+
+    A refusal ends the evaluation as the harness's own `FAIL:` verdict (UnsafeTrainPy), even when
+    the code caught the PermissionError or went on to fail otherwise; so does exit() in that code."""
     if not _GUARD["installed"]:
         yield
         return
@@ -872,8 +876,17 @@ def _guarded():
     _GUARD["on"] = True
     try:
         yield
+    except BaseException as e:
+        refused = _GUARD.pop("refused", None)
+        if refused or isinstance(e, (SystemExit, KeyboardInterrupt)):
+            raise UnsafeTrainPy(refused or f"train.py's model code raised {type(e).__name__} while the "
+                                "evaluator ran it; the model may compute logits, nothing else") from None
+        raise
     finally:
         _GUARD["on"] = previous
+    refused = _GUARD.pop("refused", None)
+    if refused:
+        raise UnsafeTrainPy(refused)
 
 
 def _audit(event, args):
@@ -884,9 +897,16 @@ def _audit(event, args):
         writing = isinstance(mode, str) and any(c in mode for c in "wax+")
         writing = writing or (isinstance(args[2], int) and args[2] & (os.O_WRONLY | os.O_RDWR | os.O_CREAT))
         if writing or os.path.abspath(path).startswith(str(prepare.CACHE_DIR)):
-            raise PermissionError(f"the evaluator refused train.py's model code: open({path!r})")
+            _refuse(f"open({path!r})")
     elif event.startswith(_DENIED_EVENTS):
-        raise PermissionError(f"the evaluator refused train.py's model code: {event}")
+        _refuse(event)
+
+
+def _refuse(what):
+    """Stop train.py's code; the first refusal is what the evaluation fails with (see _guarded)."""
+    message = f"the evaluator refused train.py's model code: {what}"
+    _GUARD.setdefault("refused", message)
+    raise PermissionError(message)
 
 
 _WATCHED = {}
@@ -1096,7 +1116,10 @@ def main(argv):
             evaluate_run(definitions)
         except known as e:
             print(f"FAIL: {e}", flush=True)
-            return 1
+            _exit_now(1)    # no interpreter teardown: nothing of train.py's prints after the verdict
+        except BaseException:
+            traceback.print_exc()
+            _exit_now(1)
         _exit_now(0)
     print("usage: python -I harness.py evaluate [--go FILE]   (autoresearch.sh runs this)", file=sys.stderr)
     return 2
