@@ -867,8 +867,8 @@ _DENIED_EVENTS = ("os.system", "subprocess.Popen", "os.exec", "os.posix_spawn", 
 def _guarded():
     """While train.py's code runs in the evaluator: no writes, no processes, no reading the data.
 
-    A refusal ends the evaluation as the harness's own `FAIL:` verdict (UnsafeTrainPy), even when
-    the code caught the PermissionError or went on to fail otherwise; so does exit() in that code."""
+    A refusal that ends train.py's code (also wrapped in another exception, e.g. by torch.compile)
+    ends the evaluation as the harness's own `FAIL:` verdict (UnsafeTrainPy); so does exit()."""
     if not _GUARD["installed"]:
         yield
         return
@@ -877,16 +877,13 @@ def _guarded():
     try:
         yield
     except BaseException as e:
-        refused = _GUARD.pop("refused", None)
+        refused = _refusal_in(e)
         if refused or isinstance(e, (SystemExit, KeyboardInterrupt)):
             raise UnsafeTrainPy(refused or f"train.py's model code raised {type(e).__name__} while the "
                                 "evaluator ran it; the model may compute logits, nothing else") from None
         raise
     finally:
         _GUARD["on"] = previous
-    refused = _GUARD.pop("refused", None)
-    if refused:
-        raise UnsafeTrainPy(refused)
 
 
 def _audit(event, args):
@@ -903,10 +900,20 @@ def _audit(event, args):
 
 
 def _refuse(what):
-    """Stop train.py's code; the first refusal is what the evaluation fails with (see _guarded)."""
-    message = f"the evaluator refused train.py's model code: {what}"
-    _GUARD.setdefault("refused", message)
-    raise PermissionError(message)
+    error = PermissionError(f"the evaluator refused train.py's model code: {what}")
+    _GUARD.setdefault("refusals", []).append(error)
+    raise error
+
+
+def _refusal_in(error):
+    """The message of a refusal of _refuse's in `error`'s chain of causes, or None."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, PermissionError) and any(error is r for r in _GUARD.get("refusals", ())):
+            return str(error)
+        error = error.__cause__ or error.__context__
+    return None
 
 
 _WATCHED = {}

@@ -203,6 +203,8 @@ class _Diagnosis:
             fix = self._set("DTYPE", "bfloat16") if self._bf16_ok() else self._set("DTYPE", "float32")
         if self.verdict is None:
             self.inter["harness_refusal"] = match.group(0)[:300]
+        if not fix:
+            self.inter["fix_step"] = item.fix   # no constant to change: the step, for the engine's line
         text = harness_verdict.describe(item, match) + ". Fix: " + item.fix + "."
         return self._overruling((item.family, [item.code], fix, text), found)
 

@@ -45,8 +45,11 @@ class Verdict:
 
 def find(raw_text):
     """The script's reason line in the raw log (the last one), or None."""
+    tail = raw_text[-TAIL:]
+    if len(tail) < len(raw_text):
+        tail = tail[tail.find("\n") + 1:]   # whole lines only
     match = None
-    for match in REASON.finditer(raw_text[-TAIL:]):
+    for match in REASON.finditer(tail):
         pass
     if match is None:
         return None

@@ -46,12 +46,10 @@ def no_final_weights(tmp):
 
 
 def model_code_opens_a_file(tmp):
-    """The model's forward, in eval mode only, prints the fake and opens a log file for writing
-    (catching the refusal): the evaluator refuses it."""
+    """The model's forward, in eval mode only, prints the fake and opens a log file for writing:
+    the evaluator refuses it."""
     path = str(tmp / "model-debug.log")
-    body = (prints(FAKE_OOM, 12) + "            try:\n"
-            f"                logging.FileHandler({path!r}).close()\n"
-            "            except OSError:\n                pass\n")
+    body = prints(FAKE_OOM, 12) + f"            logging.FileHandler({path!r}).close()\n"
     return [SHORT, ("import math\n", "import logging\nimport math\n"),
             (DOCSTRING, DOCSTRING + "        if not self.training and idx.size(0) > 2:\n" + body)]
 
@@ -119,7 +117,7 @@ def test_no_final_weights_after_a_fake_oom_is_the_harness_refusal(research):
     assert (diagnosis["family"], diagnosis["codes"], diagnosis["fix"]) == ("CONFIG_INVALID", ["NO_FINAL_WEIGHTS"], {})
     assert "recorder.finish(model" in diagnosis["explanation"]
     assert "torch.OutOfMemoryError: CUDA out of memory" in diagnosis["intermediates"]["overruled_text"]
-    assert "diagnosis: CONFIG_INVALID (NO_FINAL_WEIGHTS)" in shown
+    assert "diagnosis: CONFIG_INVALID (NO_FINAL_WEIGHTS) - fix: end main() with recorder.finish(" in shown
 
 
 def test_model_code_refused_in_the_evaluator_after_a_fake_oom_there(research):

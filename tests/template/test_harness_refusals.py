@@ -48,24 +48,40 @@ def test_the_static_check_of_train_py(h):
     assert "main()" in result["explanation"]
 
 
-@pytest.mark.parametrize("how", ["raised", "swallowed", "then-other-error"])
-def test_model_code_refused_by_the_evaluator_even_when_it_catches_the_refusal(guard, how):
+@pytest.mark.parametrize("how", ["raised", "wrapped", "then-other-error"])
+def test_model_code_refused_by_the_evaluator_is_its_fail_verdict(guard, how):
+    """The audit's refusal ends the evaluation as a FAIL line, also when another exception carries
+    it (torch.compile wraps what its backend raised); one the code caught and survived is harmless."""
     h = guard
 
     def model_code():
         with h._guarded():
             try:
                 h._audit("open", ("/tmp/model-debug.log", "a", 0))
-            except PermissionError:
+            except PermissionError as e:
                 if how == "raised":
                     raise
-                if how == "then-other-error":
-                    raise ValueError("went on")
+                if how == "wrapped":
+                    raise RuntimeError("backend='inductor' raised: PermissionError") from e
+                raise ValueError("went on")
     error = raised(model_code, h.UnsafeTrainPy)
     assert str(error) == "the evaluator refused train.py's model code: open('/tmp/model-debug.log')"
     result = diagnosed(error)
     assert (result["family"], result["codes"]) == ("CONFIG_INVALID", ["MODEL_CODE_REFUSED"])
     assert "open('/tmp/model-debug.log')" in result["explanation"]
+
+
+def test_a_caught_refusal_or_a_fake_one_is_not_the_harness_verdict(guard):
+    h = guard
+    with h._guarded():
+        try:
+            h._audit("open", ("/tmp/model-debug.log", "a", 0))
+        except PermissionError:
+            pass
+    fake = PermissionError("the evaluator refused train.py's model code: nothing")
+    with pytest.raises(PermissionError):
+        with h._guarded():
+            raise fake
 
 
 def test_exit_in_model_code_is_a_refusal_not_a_silent_stop(guard):
