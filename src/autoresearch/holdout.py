@@ -43,6 +43,12 @@ class Check:
     holdout_noise: str = "none"   # "repeats" or "none" (then the validation threshold)
     warning: object = None
 
+    @property
+    def measured(self):
+        """Whether any kept code has a holdout value: a night that used no holdout has nothing
+        to show (the report then leaves the section out)."""
+        return any(row.holdout is not None for row in self.rows)
+
     def to_json(self):
         return asdict(self)
 
