@@ -14,7 +14,6 @@ Ray is imported here and in nothing the engine loads without a pool.
 """
 
 import argparse
-import json
 import os
 import shutil
 import signal

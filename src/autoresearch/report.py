@@ -162,12 +162,15 @@ def wants_holdout(args):
 
 
 def add_holdout(model, root, night):
-    """The current segment's validation and holdout table and warning (holdout.py)."""
+    """The current segment's validation and holdout table and warning (holdout.py); nothing
+    when no kept run has a holdout value (a night without the holdout: no empty section)."""
     from autoresearch import holdout, research
     seg = night.current if night is not None else None
     if seg is None or seg.config is None:
         return
-    model["holdout"] = _clean(holdout.check(seg.config, seg.runs, research.Repo(root).run_dir).to_json())
+    result = holdout.check(seg.config, seg.runs, research.Repo(root).run_dir)
+    if result.measured:
+        model["holdout"] = _clean(result.to_json())
 
 
 def repo_root(log_path):
