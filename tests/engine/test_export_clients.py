@@ -242,3 +242,22 @@ def test_pi_confidence_matches_a_direct_computation_on_a_long_night():
         kept = [r["metric"] for r in runs[:i + 1] if r["status"] == "keep"]
         expected = None if len(kept) < 2 else round(abs(kept[-1] - kept[0]) / mad, 3)
         assert got[i] == expected
+
+
+def test_pi_export_warns_when_pi_will_read_another_baseline():
+    """pi's baseline is the first run line: a crash before the baseline makes it 0 there (its page
+    then shows no improvement), and a segment without a keep has none; the export says both."""
+    from autoresearch import export, log
+    config = log.Config.from_json({"type": "config", "name": "x", "metricName": "loss", "bestDirection": "lower"})
+    runs = [log.Run.from_json(r) for r in (
+        {"run": 1, "status": "crash", "metric": None, "commit": "a" * 40, "scope_hash": "a"},
+        {"run": 2, "status": "keep", "metric": 1.0, "commit": "b" * 40, "scope_hash": "b"},
+        {"run": 3, "status": "keep", "metric": 0.9, "commit": "c" * 40, "scope_hash": "c"})]
+    notes = []
+    page = pi_page(export.pi_log(config, runs, notes=notes))
+    assert page["baseline"] == 0 and page["best"] == 0.9
+    assert notes == ["pi takes the first run's value as the baseline, but the first 1 run(s) come before the "
+                     "baseline (run 2): pi's baseline will read 0 and its improvement nothing"]
+    notes = []
+    export.pi_log(config, runs[:1], notes=notes)
+    assert notes == ["no run of this segment was kept yet: pi takes the first run's value as the baseline"]

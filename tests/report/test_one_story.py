@@ -71,7 +71,8 @@ def night(tmp_path_factory):
     experiment(root, "1.6", "much worse")
     experiment(root, "crash", "break it")
     experiment(root, "1.1 badcheck", "wins but fails its check")
-    experiment(root, "hang", "hangs")
+    last = experiment(root, "hang", "hangs")
+    (root.parent / f"{root.name}-last-run.json").write_text(json.dumps(last))   # run --json, kept aside
     status = json.loads(cli(root, "status", "--json").stdout)
     return root, status
 
@@ -227,6 +228,7 @@ def test_every_view_gives_one_baseline_best_and_counts(night, tmp_path):
     first = next(r for r in log if r.get("run") == base["run"])
     assert first["metric"] == pytest.approx(1.502) and base["metric"] == pytest.approx(1.501)
     crashed = counts["crash"] + counts["timeout"] + counts["tampered"]   # pi's crash
+    assert json.loads((root.parent / f"{root.name}-last-run.json").read_text())["best"] == best   # run --json
 
     report = json.loads(cli(root, "report", "-o", "night.html", "--json").stdout)
     seg = report["segments"][-1]
