@@ -2,8 +2,11 @@
 # The ML benchmark: train.py trains and leaves its weights; the harness's evaluator (a process of
 # its own, started alongside so its imports overlap training) computes val_bpb from them and prints
 # the summary block, which becomes the `METRIC key=value` lines for the engine. Nothing train.py
-# prints can become a metric: its output passes through with `METRIC` tokens defused.
-# Exits non-zero, with the reason on stderr, when training or evaluation fails.
+# prints (in training, or from its model code while the evaluator runs it) can become a metric or
+# pass for this script's verdict: that output passes through with `METRIC` and `autoresearch.sh:`
+# defused. Exits non-zero when training or evaluation fails, with the reason as the last line, on
+# stderr: `autoresearch.sh: train.py failed (exit N): ...` or `autoresearch.sh: the evaluation
+# failed (exit N): ...` (the diagnoser trusts that line over what train.py printed).
 #
 # Python: $AUTORESEARCH_PYTHON if set (split on spaces, e.g. "uv run python"), else `uv run python`
 # when uv is on PATH and pyproject.toml exists, else python3.
@@ -17,6 +20,10 @@ elif command -v uv >/dev/null 2>&1 && [ -f pyproject.toml ]; then
 else
     PY=(python3)
 fi
+
+# What the processes print, with the tokens that only this script may write made inert (byte-wise,
+# so no encoding can hide one): `METRIC` (a result) and `autoresearch.sh:` (this script's verdict).
+defuse() { LC_ALL=C sed -u "s/METRIC/METRIC($1)/g; s/autoresearch\.sh:/autoresearch.sh($1):/g"; }
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/autoresearch-run.XXXXXX") || exit 1
 evpid=
@@ -46,13 +53,13 @@ train_sha=$(sha256_of train.py)
         sleep 0.2
     done
     [ "$(cat "$tmp/go" 2>/dev/null)" = stop ] && exit 0
-    "${PY[@]}" -I -u harness.py evaluate --go "$tmp/go" --parent $$ --manifest-sha "$manifest_sha" --train-sha "$train_sha" 2>&1 | tee "$tmp/eval"
+    "${PY[@]}" -I -u harness.py evaluate --go "$tmp/go" --parent $$ --manifest-sha "$manifest_sha" --train-sha "$train_sha" 2>&1 | defuse evaluate | tee "$tmp/eval"
 ) &
 evpid=$!
 
 # train.py runs sealed off the holdout (harness.py train: Landlock, then exec train.py); the
 # evaluator above was started outside that seal and still reads it.
-PYTHONUNBUFFERED=1 "${PY[@]}" -I harness.py train train.py 2>&1 | sed -u 's/METRIC/METRIC(train.py)/g' | tee "$tmp/train"
+PYTHONUNBUFFERED=1 "${PY[@]}" -I harness.py train train.py 2>&1 | defuse train.py | tee "$tmp/train"
 status=${PIPESTATUS[0]}
 
 if [ "$status" -ne 0 ]; then

@@ -672,6 +672,57 @@ def packed_rows(tokens, offsets, B, capacity, buffer_size=1000, chunk=REFILL_DOC
         yield gather_rows(tokens, offsets[docs], takes, B, capacity), packer.epoch
 
 
+@torch.no_grad()
+def score_split(model, batch_size, split, tokens, losses=None, first_batch=None):
+    """(bpb, karpathy's bpb, tokens evaluated) of `model` on a prepared split: nats over target
+    tokens that carry text, divided by ln 2 times their UTF-8 bytes. The second figure counts bytes
+    as karpathy/autoresearch does (the decoded token re-encoded, so a partial UTF-8 byte counts as
+    the 3 bytes of U+FFFD). losses(model, x, y) gives (B, T) nats (default: cross-entropy of
+    model(x)'s logits); first_batch(x, y) sees the first batch before it is scored."""
+    losses = losses or _token_losses
+    device = next(model.parameters()).device
+    ours, theirs = get_token_bytes(device), get_token_bytes(device, variant="karpathy")
+    rows = max(1, tokens // MAX_SEQ_LEN)
+    batch_size = max(1, min(int(batch_size), rows))
+    loader = make_dataloader(None, batch_size, MAX_SEQ_LEN, split, device=device)
+    nats = bytes_ours = nats_theirs = bytes_theirs = 0.0
+    done = 0
+    while done < rows:
+        x, y, _ = next(loader)
+        take = min(batch_size, rows - done)
+        x, y = x[:take], y[:take]
+        if first_batch and done == 0:
+            first_batch(x, y)
+        loss = losses(model, x, y).view(-1)
+        b1, b2 = ours[y.reshape(-1)], theirs[y.reshape(-1)]
+        nats += (loss * (b1 > 0)).sum().item()
+        bytes_ours += b1.sum().item()
+        nats_theirs += (loss * (b2 > 0)).sum().item()
+        bytes_theirs += b2.sum().item()
+        done += take
+    return nats / (math.log(2) * bytes_ours), nats_theirs / (math.log(2) * bytes_theirs), rows * MAX_SEQ_LEN
+
+
+def evaluate_bpb(model, tokenizer=None, batch_size=8):
+    """val_bpb: bits per byte on EVAL_TOKENS of the validation split, the number research is judged
+    by. The benchmark's figure comes from the evaluator (`harness.py evaluate`), which calls
+    score_split with its own guards; this is the same measurement for notebooks and tools. The
+    tokenizer argument is accepted for karpathy/autoresearch's signature (bytes come from the
+    prepared token_bytes)."""
+    was_training = model.training
+    model.eval()
+    try:
+        return score_split(model, batch_size, "val", EVAL_TOKENS)[0]
+    finally:
+        model.train(was_training)
+
+
+def _token_losses(model, x, y):
+    logits = model(x).float()
+    return torch.nn.functional.cross_entropy(logits.view(-1, logits.size(-1)), y.reshape(-1),
+                                             reduction="none").view(y.shape)
+
+
 def make_dataloader(tokenizer, B, T, split, buffer_size=1000, device=None):
     """Yield (inputs, targets, epoch): (B, T) int64 tensors, every row led by BOS, no padding.
 

@@ -439,12 +439,17 @@ def main():
                 group["momentum"] = muon_momentum(step)
                 group["weight_decay"] = WEIGHT_DECAY * (1 - progress)
         if scaler:
-            scaler.step(optimizer)   # unscales first; skips the step on inf/nan gradients
+            scaler.unscale_(optimizer)   # so the norm below is of the true gradients
+        # Logged, not clipped: a norm that climbs step after step is the first sign of divergence.
+        grad_norm = torch.nn.utils.get_total_norm([p.grad for p in model.parameters() if p.grad is not None])
+        if scaler:
+            scaler.step(optimizer)   # skips the step on inf/nan gradients
             scaler.update()
         else:
             optimizer.step()
         model.zero_grad(set_to_none=True)
         loss_f = train_loss.item()   # the one host sync per step: the logged loss
+        grad_norm_f = grad_norm.item()   # computed before the step, so already done: no new wait
         if not math.isfinite(loss_f) or loss_f > 100:
             raise harness.HarnessError(f"training loss is {loss_f} at step {step}; the run diverged")
         harness.sync(device)
@@ -453,7 +458,8 @@ def main():
             training_time += clock() - c0
             timed_steps += 1
         smooth_loss = 0.9 * smooth_loss + 0.1 * loss_f
-        recorder.step(step, progress, training_time, smooth_loss / (1 - 0.9 ** (step + 1)), lrm, dt, epoch=epoch)
+        recorder.step(step, progress, training_time, smooth_loss / (1 - 0.9 ** (step + 1)), lrm, dt,
+                      grad_norm=grad_norm_f, epoch=epoch)
         if step == 0:   # Python's GC causes long stalls; nothing cyclic is created after this
             harness.freeze_gc()
         step += 1

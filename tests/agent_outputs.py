@@ -3,6 +3,7 @@ none of it): the results `run` printed, the log, status / brief / export / diagn
 the agent's Bash tool runs them (a pipe), the hooks' answers and serve's data for the page."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -56,4 +57,10 @@ def spellings(value):
 
 def leaks(outputs, values):
     """[(what, spelling)] for each place a value appears."""
-    return [(what, s) for what, text in outputs.items() for v in values for s in spellings(v) if s in text]
+    return [(what, s) for what, text in outputs.items() for v in values for s in spellings(v) if shown(s, text)]
+
+
+def shown(spelling, text):
+    """`spelling` appears as a number of its own: not merely as the first digits of a longer figure
+    (another value that happens to share them)."""
+    return re.search(rf"(?<![\d.]){re.escape(spelling)}(?![\d])", text) is not None

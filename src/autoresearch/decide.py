@@ -111,6 +111,7 @@ class Decision:
     confidence: object = None
     gain: object = None
     policy: object = None         # None, "confirm", "simplicity"
+    rule: object = None           # the parameters the threshold came from (rule_record)
     implausible: bool = False
     needs_confirmation: bool = False
     extra: dict = field(default_factory=dict)
@@ -204,6 +205,14 @@ def value_of(runs, record, index=None):
     return median(values) if values else record.metric
 
 
+def rule_record(rules, stats):
+    """What a record carries of the rule that judged it: threshold = max(min_delta, z * sigma),
+    sigma = 1.4826 * mad of `samples` deviations from repeated measurements (source "repeats"),
+    or no sigma (source "none") while no code was measured twice."""
+    return {"z": rules.z, "min_delta": rules.min_delta, "sigma": stats["sigma"], "mad": stats["mad"],
+            "samples": stats["samples"], "source": stats["source"]}
+
+
 def noise(runs, rules, index=None):
     """Noise from repeated measurements of the same code: {threshold, mad, sigma, samples, source}.
 
@@ -255,12 +264,13 @@ def decide(runs, candidate, rules, scope_lines=None, confirmed=False):
     threshold = stats["threshold"]
     if best is None:
         return Decision("keep", "baseline: first measurement of the segment", value=candidate.metric,
-                        threshold=threshold)
+                        threshold=threshold, rule=rule_record(rules, stats))
     value = value_of(None, candidate, after)
     best_value = value_of(None, best, before)
     g = gain(rules.direction, best_value, value)
     conf = confidence(g, stats["sigma"])   # None unless noise was measured
-    common = dict(value=value, best_before=best_value, threshold=threshold, confidence=conf, gain=g)
+    common = dict(value=value, best_before=best_value, threshold=threshold, confidence=conf, gain=g,
+                  rule=rule_record(rules, stats))
     same_code = after.key(candidate) == after.key(best)
     if same_code:
         # The incumbent's code measured again: a noise sample, not a new win (only the baseline

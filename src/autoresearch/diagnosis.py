@@ -167,12 +167,15 @@ def for_run(repo, run_dir, status, metrics=None, best_metric=None, direction=Non
 
 def short(diagnosis):
     """One or two lines for the engine's result, e.g.
-    `diagnosis: OOM (OOM_TRAIN_ACTIVATIONS) - fix: DEVICE_BATCH_SIZE=16`."""
+    `diagnosis: OOM (OOM_TRAIN_ACTIVATIONS) - fix: DEVICE_BATCH_SIZE=16`; without a constant to
+    change, the step the diagnosis names (`intermediates.fix_step`, the harness's refusals)."""
     if not diagnosis:
         return "diagnosis: none"
     codes = ", ".join(diagnosis.get("codes") or [])
     fix = diagnosis.get("fix") or {}
-    fix_text = " ".join(f"{k}={_fmt(v)}" for k, v in fix.items()) if fix else "none (see explanation)"
+    step = (diagnosis.get("intermediates") or {}).get("fix_step")
+    fix_text = (" ".join(f"{k}={_fmt(v)}" for k, v in fix.items()) if fix else
+                step if isinstance(step, str) and step else "none (see explanation)")
     line = f"diagnosis: {diagnosis.get('family', 'UNKNOWN')} ({codes}) - fix: {fix_text}"
     explanation = (diagnosis.get("explanation") or "").strip()
     if explanation:

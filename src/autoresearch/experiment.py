@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass, field
 
 from autoresearch import (cli, decide, earlyabort, errors, gitops, integrity, log, logcache, output, preflight,
-                          recovery, research, state, workspace)
+                          recovery, research, state, summary, workspace)
 from autoresearch.errors import Interrupted
 from autoresearch.files import write_atomic
 from autoresearch.measure import measure, run_env
@@ -343,29 +343,28 @@ class Experiment:
                               f"({self.config.command})")
 
     def finish(self, args):
-        text = self.result_text()
+        s = summary.summarise(self.config, self.runs, self.segment)   # the best and noise every view shows
+        text = self.result_text(s)
         last = self.done[-1].record if self.done else None
         data = {"ok": self.interrupted is None, "status": last.status if last else None,
                 "record": last.to_json() if last else None, "records": [o.record.to_json() for o in self.done],
-                "best": _best_point(self.runs), "message": text}
+                "best": summary.point(s.best, s.best_value), "message": text}
         output.emit(args, text, data)
         return 130 if self.interrupted is not None else cli.EXIT_OK
 
-    def result_text(self):
+    def result_text(self, s):
         unit = self.config.metric_unit
         name = self.config.metric_name
         lines = []
         short = lean(self.args) if self.args is not None else False
         for o in self.done:
             lines += outcome_lines(o, name, unit, self.config.direction, short=short)
-        best = decide.incumbent(self.runs)
-        if best:
-            lines.append(f"best: run {best.run} ({best.commit}) {name}="
-                         f"{decide.value_of(self.runs, best):.6g}: {best.description}")
+        if s.best:
+            lines.append(f"best: run {s.best.run} ({s.best.commit}) {name}={s.best_value:.6g}: {s.best.description}")
         else:
             lines.append("best: none yet (no successful baseline in this segment)")
-        noise = decide.noise(self.runs, decide.Rules.from_config(self.config))
-        if noise["source"] == "repeats":
+        noise = s.noise
+        if s.noise_measured:
             lines.append(f"noise: threshold {noise['threshold']:.4g} (MAD {noise['mad']:.4g} "
                          f"from {noise['samples']} repeated measurements)")
         lines.extend(self.notes)
@@ -415,10 +414,3 @@ def outcome_lines(o, name, unit, direction, short=False):
         lines.append("  " + o.diagnosis_line)
     return lines
 
-
-def _best_point(runs):
-    best = decide.incumbent(runs)
-    if not best:
-        return None
-    return {"run": best.run, "commit": best.commit, "metric": decide.value_of(runs, best),
-            "description": best.description}

@@ -4,7 +4,9 @@
   description), shaped for his analysis notebook: the notebook takes the first row as the
   baseline, the lowest kept value as the best and keep / (keep + discard) as the keep rate.
 - `--pi FILE`: pi-autoresearch's log (a config header and its run lines), for its dashboard
-  page and its terminal widget; pi looks for it at `.auto/log.jsonl` in the repo.
+  page and its terminal widget; pi looks for it at `.auto/log.jsonl` in the repo. pi takes the
+  first run's value as the baseline; a kept run carries its code's value, so that is the
+  baseline's value as `status` has it.
 
 Both read the log only through the typed records and the segment summary, so they give the
 same baseline, best and counts as `autoresearch status`. references/run-files.md has the
@@ -33,7 +35,12 @@ def add_parsers(sub):
         "export", help="write a segment for karpathy's notebook (--tsv) or pi-autoresearch (--pi)",
         description="Write one segment of the log (default: the current one) as karpathy/autoresearch's "
                     "results.tsv for his analysis notebook, or as pi-autoresearch's log for its dashboard. "
-                    "Statuses are mapped onto each tool's own (references/run-files.md).",
+                    "Statuses are mapped onto each tool's own (references/run-files.md). Both tools take "
+                    "the first row as the baseline: there the export puts the baseline as `status` has it "
+                    "(every kept row carries its code's value, the median of its measurements, so a "
+                    "baseline measured 3 times shows its median, not its first measurement). Where a "
+                    "tool's own rules will still show another baseline or best (pi's page takes the best "
+                    "value of any run, a failed check's too), the export warns.",
         epilog="examples:\n  autoresearch export --tsv results.tsv\n"
                "  autoresearch export --tsv results.tsv --as-val-bpb   (another metric, column named val_bpb)\n"
                "  autoresearch export --pi .auto/log.jsonl             (where pi-autoresearch looks)\n"
@@ -68,7 +75,7 @@ def cmd_export(args):
         if args.as_val_bpb:
             raise cli.UsageError("--as-val-bpb is for --tsv (pi reads the metric's own name)")
         target, kind = args.pi, "pi"
-        text = pi_log(config, runs)
+        text = pi_log(config, runs, notes=notes)
     for note in notes:
         output.warn(note)
     data = {"ok": True, "format": kind, "path": None, "rows": len(runs), "segment": index}
@@ -130,28 +137,17 @@ def tsv(config, runs, as_val_bpb=False, notes=None):
         notes.append(f"{metric} is higher-is-better, but the notebook takes the lowest kept value as the best "
                      "and draws the running minimum: its best and its chart will be wrong for this segment")
     s = summary.summarise(config, runs)
-    keys = decide.code_keys(runs)
-    codes = _measurements_by_code(runs, keys)
     rows = [f"commit\t{column}\tmemory_gb\tstatus\tdescription"]
     for r in runs:
-        rows.append("\t".join(_tsv_row(r, codes.get(keys[r.run]) or [], s.remeasured)))
+        rows.append("\t".join(_tsv_row(r, s)))
     if not higher:
-        notes.extend(_notebook_mismatch(runs, s, keys, codes))
+        notes.extend(_notebook_mismatch(runs, s))
     return "\n".join(rows) + "\n"
 
 
-def _measurements_by_code(runs, keys):
-    """Each code's measurements, in one pass (value_of per row would be quadratic at 50k runs)."""
-    codes = {}
-    for r in runs:
-        if r.measured:
-            codes.setdefault(keys[r.run], []).append(r.metric)
-    return codes
-
-
-def _tsv_row(r, measured, remeasured):
+def _tsv_row(r, s):
     status = TSV_STATUS.get(r.status, "crash")
-    value = decide.median(measured) if r.status == "keep" and measured else r.metric
+    value = s.value_of(r) if r.status == "keep" else r.metric
     memory = r.metrics.get("peak_vram_mb")
     if status == "crash":
         shown_value, shown_memory = "0.000000", "0.0"
@@ -160,8 +156,7 @@ def _tsv_row(r, measured, remeasured):
     else:
         shown_value = _tsv_number(value)
         shown_memory = _tsv_number(memory / 1024, "{:.1f}") if log.is_finite(memory) else ""
-    return [str(r.commit or "0000000")[:7], shown_value, shown_memory, status,
-            _tsv_description(r, len(measured), remeasured)]
+    return [str(r.commit or "0000000")[:7], shown_value, shown_memory, status, _tsv_description(r, s)]
 
 
 def _tsv_number(value, fixed="{:.6f}"):
@@ -171,18 +166,26 @@ def _tsv_number(value, fixed="{:.6f}"):
     return fixed.format(value) if value == 0 or 1e-6 <= abs(value) < 1e16 else repr(float(value))
 
 
-def _tsv_description(r, n, remeasured):
+def _description(r, s):
+    """The run's description on one line, saying what its value is: a kept row carries its
+    code's value (the median of its measurements), a re-measurement says which run it measured."""
     text = " ".join(r.description.split())
+    n = len(s.measurements(r))
     if r.status == "keep" and n > 1:
         text += f" (median of {n} measurements)"
-    elif r.run in remeasured:
+    elif r.run in s.remeasured:
         text += f" (re-measurement of run {r.repeat_of})"
+    return text
+
+
+def _tsv_description(r, s):
+    text = _description(r, s)
     if r.status not in ("keep", "discard", "crash"):
         text += f" [{r.status}]"
     return text
 
 
-def _notebook_mismatch(runs, s, keys, codes):
+def _notebook_mismatch(runs, s):
     """Where the notebook's own rules (first row = baseline, lowest kept value = best) would not
     give what `status` gives, say so rather than let the numbers differ silently."""
     if s.baseline is None:
@@ -194,9 +197,9 @@ def _notebook_mismatch(runs, s, keys, codes):
                      f"row(s) are runs before the baseline (run {s.baseline.run}): its baseline will read "
                      + ("0.000000" if TSV_STATUS.get(first.status, "crash") == "crash"
                         else "empty and its chart cell will stop on NaN axis limits"))
-    kept = [r for r in runs if r.status == "keep" and keys[r.run] in codes]
-    lowest = min(kept, key=lambda r: decide.median(codes[keys[r.run]])) if kept else s.best
-    if keys[lowest.run] != keys[s.best.run]:
+    kept = [r for r in runs if r.status == "keep" and s.measurements(r)]
+    lowest = min(kept, key=s.value_of) if kept else s.best
+    if s.codes[lowest.run] != s.codes[s.best.run]:
         notes.append(f"the notebook's best (lowest kept value) is run {lowest.run}, but the incumbent is "
                      f"run {s.best.run} (kept by the {s.best.policy or 'decision'} rule)")
     return notes
@@ -204,25 +207,32 @@ def _notebook_mismatch(runs, s, keys, codes):
 
 # --------------------------------------------------------------------------- pi-autoresearch
 
-def pi_log(config, runs):
+def pi_log(config, runs, notes=None):
     """pi-autoresearch's log: its config header, then one run line per run, pi's fields only.
 
+    - metric: pi takes the first run's value as the baseline, so a kept run carries its code's
+      value (the median of its measurements, as `status` has the baseline and the best); any
+      other run its own measurement. A run without a value is a crash with metric 0, pi's
+      convention, which its page shows as "crash" (any other 0 reads as a score of 0.00).
     - status: one of pi's four (PI_STATUSES); ours is kept as `autoresearch_status` when it
-      differs. A run without a value is a crash with metric 0, pi's convention, which its page
-      shows as "crash" (any other 0 reads as a score of 0.00).
+      differs.
     - metrics: the secondary metrics only (pi lists every key there as a secondary metric).
-    - confidence: pi's meaning, |best - baseline| / MAD of the segment's values, as it stood
-      after each run (null below 3 values, with no spread, or while the best is the baseline's
-      code); never negative.
+    - confidence: pi's meaning, |best - baseline| / MAD of the values pi reads, as it stood after
+      each run (null below 3 values, with no spread, or while the best is the baseline's code);
+      never negative.
     - asi: ours, plus the engine's reason as `rollback_reason` and a crash's fix as
       `next_action_hint` when the agent gave none (pi's page shows those columns).
+    `notes` receives where pi's own rules will show another baseline or best than `status`.
     """
     header = {"type": "config", "name": config.name or "autoresearch", "metricName": config.metric_name,
               "metricUnit": config.metric_unit or "", "bestDirection": config.direction}
     s = summary.summarise(config, runs)
+    shown = [_pi_value(r, s) for r in runs]
     lines = [_line(header)]
-    for r, conf in zip(runs, pi_confidences(runs, s)):
-        lines.append(_line(_pi_run(r, config.metric_name, conf, s.remeasured)))
+    for r, (status, value), conf in zip(runs, shown, pi_confidences(runs, s, shown)):
+        lines.append(_line(_pi_run(r, status, value, config.metric_name, conf, s)))
+    if notes is not None:
+        notes.extend(_pi_mismatch(runs, shown, s, config.direction))
     return "\n".join(lines) + "\n"
 
 
@@ -230,20 +240,24 @@ def _line(record):
     return json.dumps(log.sanitise(record), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
-def _pi_run(r, metric_name, confidence, remeasured):
-    status, value = (r.status if r.status in PI_STATUSES else "crash"), r.metric
+def _pi_value(r, s):
+    """(pi's status, the value pi reads) of a run: PI_STATUSES, a kept run at its code's value,
+    a run without a value (or one pi must count as a crash) at pi's crash convention, 0."""
+    status = r.status if r.status in PI_STATUSES else "crash"
+    value = s.value_of(r) if r.status == "keep" else r.metric
     if not log.is_finite(value) or status == "crash":
-        status, value = "crash", 0
-    description = " ".join(r.description.split())
-    if r.run in remeasured:
-        description += f" (re-measurement of run {r.repeat_of})"
+        return "crash", 0
+    return status, value
+
+
+def _pi_run(r, status, value, metric_name, confidence, s):
     out = {
         "run": r.run,
         "commit": str(r.commit or "")[:7],
         "metric": value,
         "metrics": {k: v for k, v in r.metrics.items() if k != metric_name},
         "status": status,
-        "description": description,
+        "description": _description(r, s),
         "timestamp": r.timestamp if log.is_finite(r.timestamp) else 0,
         "segment": 0,
         "confidence": confidence,
@@ -264,31 +278,55 @@ def _pi_asi(r):
     return asi
 
 
-def pi_confidences(runs, s=None):
-    """pi's confidence after each run: |best - baseline| / MAD of every value so far.
+def _pi_mismatch(runs, shown, s, direction):
+    """Where pi's readers, by their own rules, will not show the baseline and best of `status`:
+    its baseline is the first run's value, its page's best the best value of any run whatever
+    its status, its widget's best the best kept value."""
+    if s.baseline is None:
+        return ["no run of this segment was kept yet: pi takes the first run's value as the baseline"]
+    notes = []
+    if runs[0] is not s.baseline:
+        notes.append(f"pi takes the first run's value as the baseline, but the first {runs.index(s.baseline)} "
+                     f"run(s) come before the baseline (run {s.baseline.run}): pi's baseline will read "
+                     f"{shown[0][1]} and its improvement nothing")
+    better = (lambda a, b: a > b) if direction == "higher" else (lambda a, b: a < b)
+    page = None
+    for r, (status, value) in zip(runs, shown):
+        if value > 0 and (page is None or better(value, page[2])):
+            page = (r, status, value)
+    if page is not None and page[2] != s.best_value:
+        r, status, value = page
+        what = {"checks_failed": "failed its checks", "discard": "was discarded (a single measurement)",
+                "keep": "was kept but is not the incumbent"}[status]
+        notes.append(f"pi's page takes the best value of any run as the best: it will show run {r.run} "
+                     f"({value:.6g}, which {what}), where the best is run {s.best.run} ({s.best_value:.6g}); "
+                     "pi's session widget counts kept runs only")
+    return notes
 
-    The best is the summary's running best (the incumbent's value after each run) and the
-    baseline the median of the baseline code's measurements so far, as `status` has them; the
-    MAD is pi's: the median absolute deviation from the median of all values of the segment, of
-    any status. Incremental (sorted values, the MAD by selection in O(log n)): 50,000 runs
+
+def pi_confidences(runs, s=None, shown=None):
+    """pi's confidence after each run: |best - baseline| / MAD of the values pi reads so far.
+
+    The baseline and the best are the summary's: the baseline's value and the running best
+    (the incumbent's value after each run); the MAD is pi's: the median absolute deviation from
+    the median of every value the export gives (`shown`, _pi_value), of any status, crashes
+    left out. Incremental (sorted values, the MAD by selection in O(log n)): 50,000 runs
     export in about a second.
     """
     s = s or summary.summarise(None, runs)
-    keys = decide.code_keys(runs)
-    base_key = keys[s.baseline.run] if s.baseline else None
-    values, base_values, out, last_kept = [], [], [], None
-    for r, best in zip(runs, s.running_best):
-        if log.is_finite(r.metric):
-            bisect.insort(values, r.metric)
-        if r.measured and keys[r.run] == base_key:
-            bisect.insort(base_values, r.metric)
+    shown = shown or [_pi_value(r, s) for r in runs]
+    base_key = s.codes[s.baseline.run] if s.baseline else None
+    values, out, last_kept = [], [], None
+    for r, (status, value), best in zip(runs, shown, s.running_best):
+        if status != "crash":
+            bisect.insort(values, value)
         if r.status == "keep":
-            last_kept = keys[r.run]
-        if len(values) < 3 or not base_values or best is None or last_kept == base_key:
+            last_kept = s.codes[r.run]
+        if len(values) < 3 or best is None or last_kept == base_key:
             out.append(None)
             continue
         mad = sorted_mad(values)
-        gap = abs(decide.difference(best, decide.sorted_median(base_values)))
+        gap = abs(decide.difference(best, s.baseline_value))
         out.append(round(decide.ratio(gap, mad), 3) if mad > 0 else None)
     return out
 

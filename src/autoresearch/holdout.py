@@ -18,7 +18,7 @@ import math
 import os
 from dataclasses import asdict, dataclass, field
 
-from autoresearch import decide
+from autoresearch import decide, summary
 
 HOLDOUT_FILE = "holdout.json"
 KEY = "holdout_bpb"
@@ -43,6 +43,12 @@ class Check:
     holdout_noise: str = "none"   # "repeats" or "none" (then the validation threshold)
     warning: object = None
 
+    @property
+    def measured(self):
+        """Whether any kept code has a holdout value: a night that used no holdout has nothing
+        to show (the report then leaves the section out)."""
+        return any(row.holdout is not None for row in self.rows)
+
     def to_json(self):
         return asdict(self)
 
@@ -61,30 +67,34 @@ def read_value(run_dir):
 
 
 def check(config, runs, run_dir_of):
-    """The Check of one segment (`runs`, typed) whose run folders `run_dir_of(n)` gives."""
-    index = decide.code_index(runs)
+    """The Check of one segment (`runs`, typed) whose run folders `run_dir_of(n)` gives. The
+    kept chain runs from the baseline to the best, and each kept code has its value, as the
+    segment's summary (summary.summarise, what `status` shows) has them."""
+    s = summary.summarise(config, runs)
     holdouts = {}      # code -> holdout values of its measurements
     for r in runs:
         if r.measured:
             value = read_value(run_dir_of(r.run))
             if value is not None:
-                holdouts.setdefault(index.key(r), []).append(value)
+                holdouts.setdefault(s.codes[r.run], []).append(value)
     rows, seen = [], set()
     for r in runs:
-        key = index.key(r)
+        key = s.codes[r.run]
         if r.status != "keep" or key in seen:
             continue
         seen.add(key)
         values = holdouts.get(key)
-        rows.append(Row(r.run, r.commit, r.description, decide.value_of(runs, r, index),
-                        decide.median(values) if values else None))
+        rows.append(Row(r.run, r.commit, r.description, s.value_of(r), decide.median(values) if values else None))
     result = Check(rows)
     if len(rows) < 2 or config is None:
         return result
     rules = decide.Rules.from_config(config)
-    first, last = rows[0], rows[-1]
+    first = rows[0]
+    last = next(row for row in rows if row.run == s.best.run)
+    if last is first:
+        return result
     result.validation_gain = decide.gain(config.direction, first.validation, last.validation)
-    result.validation_threshold = decide.noise(runs, rules, index)["threshold"]
+    result.validation_threshold = s.noise["threshold"]
     spread = decide.noise_of(holdouts.values(), rules)
     result.holdout_noise = spread["source"]
     result.holdout_threshold = spread["threshold"] if spread["source"] == "repeats" else result.validation_threshold

@@ -388,6 +388,7 @@ class Run(_Record):
     reason: str = None
     best_before: float = None
     threshold: float = None
+    rule: object = _optional("dict?")   # the rule's parameters at this decision (decide.rule_record)
     diagnosis: object = _optional("dict?")
     run_dir: str = None
     ref: str = None

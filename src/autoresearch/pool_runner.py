@@ -14,7 +14,6 @@ Ray is imported here and in nothing the engine loads without a pool.
 """
 
 import argparse
-import json
 import os
 import shutil
 import signal
@@ -459,8 +458,10 @@ class Wave:
                 c.repeat_of = best.run
             c.best_before, c.threshold = best_value, th.screen
             c.extra.update(thresholds=th.as_record())
+        rule = dict(decide.rule_record(self.rules, stats), candidates=len(cands))
         for r in recs.values():
             r.extra.pop("_decidable", None)
+            r.rule = rule   # the wave's thresholds (extra["thresholds"]) come from these
         return sorted(recs.values(), key=lambda r: r.run)
 
     def _decide_calibration(self, recs):

@@ -162,12 +162,15 @@ def wants_holdout(args):
 
 
 def add_holdout(model, root, night):
-    """The current segment's validation and holdout table and warning (holdout.py)."""
+    """The current segment's validation and holdout table and warning (holdout.py); nothing
+    when no kept run has a holdout value (a night without the holdout: no empty section)."""
     from autoresearch import holdout, research
     seg = night.current if night is not None else None
     if seg is None or seg.config is None:
         return
-    model["holdout"] = _clean(holdout.check(seg.config, seg.runs, research.Repo(root).run_dir).to_json())
+    result = holdout.check(seg.config, seg.runs, research.Repo(root).run_dir)
+    if result.measured:
+        model["holdout"] = _clean(result.to_json())
 
 
 def repo_root(log_path):
@@ -676,12 +679,97 @@ def render_html(model, details=None, live=False):
         "__CSS__": css,
         "__DATA__": safe_json(boot),
         "__SCRIPT__": script,
+        "__RUNS__": "" if live else runs_table_html(model),
     }
     out = template
     for key, value in parts.items():
         head, sep, tail = out.partition(key)
         out = head + value + tail
     return out
+
+
+# The runs table is also written into the page as HTML (the script draws it again, sortable and
+# filtered), so the page reads without its script: a mail preview, a text browser, a parser.
+STATIC_ROWS_MAX = 2000
+TABLE_COLUMNS = (("run", "#"), ("status", "status"), ("metric", "metric"), ("delta", "Δ vs best then"),
+                 ("confidence", "confidence"), ("description", "description"), ("asi", "ASI"),
+                 ("diagnosis", "diagnosis"), ("duration", "duration"), ("commit", "commit"))
+
+
+def runs_table_html(model):
+    """<thead> and <tbody> of the runs table (the newest STATIC_ROWS_MAX runs), every text escaped."""
+    runs = [r for r in model["runs"] if not r.get("partial")]
+    shown = runs[-STATIC_ROWS_MAX:]
+    higher = model.get("direction") == "higher"
+    head = "".join(f'<th data-key="{key}">{_html_escape(label)}</th>' for key, label in TABLE_COLUMNS)
+    rows = []
+    if len(shown) < len(runs):
+        rows.append(f'<tr><td colspan="{len(TABLE_COLUMNS)}">{len(runs) - len(shown)} earlier runs: in the '
+                    "interactive table</td></tr>")
+    for r in shown:
+        conf = r.get("confidence")
+        cells = (str(r["run"]), r["status"], _fmt(r.get("metric")), _delta_text(r.get("delta_pct"), higher),
+                 f"{conf:.2f}" if isinstance(conf, _NUMBER) else "", r.get("description") or "",
+                 _asi_text(r.get("asi")), _diag_text(r.get("diagnosis")), _duration(r.get("duration_s")),
+                 (r.get("commit") or "")[:8])
+        rows.append(f'<tr data-run="{int(r["run"])}">'
+                    + "".join(f"<td>{_cell_escape(c)}</td>" for c in cells) + "</tr>")
+    return f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody>"
+
+
+def _cell_escape(text):
+    # U+2028/2029 too: harmless in HTML, but the page keeps them out of its source everywhere.
+    return _html_escape(text).replace("\u2028", "&#x2028;").replace("\u2029", "&#x2029;")
+
+
+# The same words and numbers the page's script shows (static/report.js: fmt, deltaText, ...).
+
+def _fmt(v):
+    if not isinstance(v, _NUMBER) or isinstance(v, bool) or not math.isfinite(v):
+        return ""
+    if v != 0 and (abs(v) < 1e-3 or abs(v) >= 1e6):
+        mantissa, _, exp = f"{v:.3e}".partition("e")
+        return f"{mantissa}e{int(exp):+d}"
+    shown = float(f"{v:.7g}")
+    return str(int(shown)) if shown.is_integer() else repr(shown)
+
+
+def _delta_text(v, higher):
+    if not isinstance(v, _NUMBER) or not math.isfinite(v):
+        return ""
+    if v == 0:
+        return "equal to the best"
+    return f"{abs(v):.2f}% " + ("better" if (v > 0) == higher else "worse")
+
+
+def _duration(s):
+    if not isinstance(s, _NUMBER) or not math.isfinite(s):
+        return ""
+    if s < 60:
+        return f"{s:.1f} s"
+    m, sec = int(s // 60), round(s % 60)
+    return f"{m}m {sec:02d}s" if m < 60 else f"{m // 60}h {m % 60}m"
+
+
+def _as_text(v):
+    return v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+
+
+def _asi_text(asi):
+    if asi is None or asi == "":
+        return ""
+    if not isinstance(asi, dict):
+        return _as_text(asi)
+    return "; ".join(f"{k}={_as_text(v)}" for k, v in asi.items())
+
+
+def _diag_text(d):
+    if not isinstance(d, dict):
+        return ""
+    codes = d.get("codes")
+    if isinstance(codes, list) and codes:
+        return ", ".join(_as_text(c) for c in codes)
+    return _as_text(d["family"]) if d.get("family") else ""
 
 
 def content_policy(script):

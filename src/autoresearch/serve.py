@@ -234,6 +234,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     timeout = CONNECTION_TIMEOUT_S   # socket timeout of each connection (StreamRequestHandler)
 
     def do_GET(self):
+        """Every route; a HEAD request takes the same path and `_send` leaves out the body."""
         if not self._host_allowed():
             return self._send(403, "text/plain; charset=utf-8", b"forbidden: use http://127.0.0.1:PORT/\n")
         url = urlsplit(self.path)
@@ -266,6 +267,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return None
         return self._json({"error": "not found"}, status=404)
 
+    do_HEAD = do_GET   # the same answer, headers and Content-Length included, without the body
+
     def _host_allowed(self):
         host = (self.headers.get("Host") or "").lower()
         port = self.server.server_address[1]
@@ -285,7 +288,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Referrer-Policy", "no-referrer")
         self.send_header("Cross-Origin-Resource-Policy", "same-origin")
         self.end_headers()
-        self.wfile.write(body)
+        if self.command != "HEAD":
+            self.wfile.write(body)
 
     def log_message(self, format, *args):   # quiet: the terminal is for warnings
         pass

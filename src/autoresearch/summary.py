@@ -11,7 +11,7 @@ The meaning of each number is written in references/decision-rule.md.
 import argparse
 import bisect
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from autoresearch import cli, decide, ledger, log, night_log, output, research, state
 
@@ -72,10 +72,26 @@ class Summary:
     max_iterations: object
     iterations_left: object
     running_best: list       # after each run, the value of the code that was the incumbent then (None before the baseline)
+    # Each run's code and each code's sorted measurements, for the value of any run's code
+    # (the exports' rows); None in the log cache's summary, which keeps only the numbers above.
+    codes: object = field(default=None, repr=False)    # run number -> code
+    groups: object = field(default=None, repr=False)   # code -> its measurements, sorted
 
     @property
     def noise_measured(self):
         return self.noise["source"] == "repeats"
+
+    def measurements(self, record):
+        """The sorted measurements of a run's code (empty when it has none)."""
+        if self.groups is None:
+            raise ValueError("this summary keeps no per-code values (the log cache's); use summarise()")
+        return self.groups.get(self.codes.get(record.run), [])
+
+    def value_of(self, record):
+        """The value of a run's code, as the baseline and the best have it: the median of the
+        code's measurements (the run's own metric when its code has none)."""
+        values = self.measurements(record)
+        return decide.sorted_median(values) if values else record.metric
 
 
 def summarise(config, runs, segment=0):
@@ -196,7 +212,7 @@ class Tally:
             noise=stats, confidence=confidence, consecutive_non_keeps=self.current,
             longest_non_keeps=self.longest, max_iterations=budget,
             iterations_left=max(0, budget - (self.runs - self.pool_runs)) if budget else None,
-            running_best=self._running_values())
+            running_best=self._running_values(), codes=self.keys, groups=self.groups)
 
     def _running_values(self):
         """The running best: each run's incumbent code at its value over the whole segment, so a
@@ -365,8 +381,8 @@ def status_from(repo, config, s, last_runs, total_runs, runs):
         # Discards that re-measured kept code (noise samples), included in counts["discard"].
         "remeasurements": len(s.remeasured),
         "keep_rate": keep_rate(s.counts),
-        "baseline": _point(s.baseline, s.baseline_value),
-        "best": _point(s.best, s.best_value),
+        "baseline": point(s.baseline, s.baseline_value),
+        "best": point(s.best, s.best_value),
         "change": s.change.to_json() if s.change else None,
         "noise": ({"threshold": s.noise["threshold"], "mad": s.noise["mad"], "samples": s.noise["samples"]}
                   if s.noise_measured else None),
@@ -408,7 +424,8 @@ def compute(repo, warn=None):
     return status_from(repo, v.config, v.summary, v.last_runs, v.total_runs, v.totals)
 
 
-def _point(record, value):
+def point(record, value):
+    """A run as status and `run --json` name the baseline and the best: its value is its code's."""
     if record is None:
         return None
     return {"run": record.run, "commit": record.commit, "metric": value, "description": record.description}

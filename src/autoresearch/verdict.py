@@ -51,7 +51,9 @@ def judge(config, runs, m, template, workdir, scope_lines=None, confirmed=False)
     if status != "checks_failed":
         record.metric = None
     record.best_before = decide.value_of(runs, best) if best else None
-    record.threshold = decide.noise(runs, decide.Rules.from_config(config))["threshold"]
+    rules = decide.Rules.from_config(config)
+    stats = decide.noise(runs, rules)
+    record.threshold, record.rule = stats["threshold"], decide.rule_record(rules, stats)
     if m.stopped is not None and m.stopped.abort is not None:
         record.early_abort = early_abort_record(m.stopped.abort, record.duration_s, best)
         return v   # behind the best: nothing failed, nothing to diagnose
@@ -129,6 +131,7 @@ def _apply(record, d):
     record.status, record.reason = d.status, d.reason
     record.best_before, record.threshold = d.best_before, d.threshold
     record.confidence, record.policy, record.value = d.confidence, d.policy, d.value
+    record.rule = d.rule
 
 
 def _diagnose(v, config, status, workdir, run_dir):

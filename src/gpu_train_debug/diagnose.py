@@ -15,7 +15,7 @@ import math
 import re
 
 from gpu_train_debug import accounting as acc
-from gpu_train_debug import logtext, memory, patterns
+from gpu_train_debug import harness_verdict, logtext, memory, patterns
 
 FAMILIES = ("OOM", "GPU_UNSUPPORTED", "DTYPE_UNSUPPORTED", "NO_ACCELERATOR", "NAN_LOSS",
             "COMPILE_FAILURE", "MISSING_DEPENDENCY", "TOKENIZER", "DATA", "DISTRIBUTED",
@@ -45,8 +45,11 @@ def excerpt(log_text):
 
 
 def diagnose(log_text, config=None, profile=None):
+    raw = excerpt(log_text or "")
+    # The benchmark's own reason line, read before normalising (which could join one out of split text).
+    verdict = harness_verdict.find(raw)
     # One failure per line: \r redraws split, ANSI colours, quote markers and wraps undone.
-    log_text = logtext.normalise(excerpt(log_text or ""))
+    log_text = logtext.normalise(raw)
     config = dict(config or {})
     profile = dict(profile or {})
     if "micro_batch" in config:
@@ -57,7 +60,7 @@ def diagnose(log_text, config=None, profile=None):
             pass  # not a complete task config: diagnose from the log alone
     config = _clean(config)
     config.update(patterns.printed_shapes(log_text, config.get("DEVICE_BATCH_SIZE")))
-    return _Diagnosis(log_text, config, _clean_profile(profile)).run()
+    return _Diagnosis(log_text, config, _clean_profile(profile), verdict).run()
 
 
 def _clean_profile(profile):
@@ -91,8 +94,9 @@ def _clean(config):
 
 
 class _Diagnosis:
-    def __init__(self, log_text, config, profile):
+    def __init__(self, log_text, config, profile, verdict=None):
         self.log, self.config, self.profile = log_text, config, profile
+        self.verdict = verdict
         self.status = str(profile.get("status") or "")
         self.reason = str(profile.get("reason") or "")
         # Memory numbers only when train.py's shape constants were read (never from defaults alone).
@@ -131,10 +135,13 @@ class _Diagnosis:
 
     def run(self):
         found = patterns.scan(self.log)
+        decided = None if self.status == "implausible" else self._from_benchmark(found)
         if self.status == "implausible":
             # The run finished and only its result is in doubt: error text in its log was not fatal.
             causal = any(code == "CAUSAL_LEAK" for code, _, _ in found)
             result = self._too_good(forced=causal)
+        elif decided:
+            result = decided
         elif found:
             code, family, match = found[0]
             # Only a warning matched: an exception raised after it is what ended the run.
@@ -156,6 +163,82 @@ class _Diagnosis:
             explanation = (explanation.rstrip() + " " + self._benchmark_context()).strip()
         return {"family": family, "codes": codes, "intermediates": self.inter, "fix": fix,
                 "explanation": explanation}
+
+    # -- what the fixed benchmark said (harness_verdict.py) --------------------------------
+
+    def _from_benchmark(self, found):
+        """The diagnosis the benchmark's own verdict decides, or None to read the log as any log.
+
+        With autoresearch.sh's reason line, its quoted verdict decides over train.py's text; without
+        one, a harness refusal on the log's last error line (the harness prints it as it exits)."""
+        verdict = self.verdict
+        line = verdict.why if verdict else patterns.last_error_line(self.log)
+        refused = harness_verdict.refusal(line, verdict.stage if verdict else None)
+        if verdict is None:
+            return self._refused(*refused, found) if refused else None
+        self.inter["failed_stage"] = {"train": "training (train.py)", "evaluate": "the harness's evaluation"}[verdict.stage]
+        if verdict.why:
+            self.inter["benchmark_verdict"] = verdict.why[:300]
+        if refused:
+            return self._refused(*refused, found)
+        if verdict.stage == "train" and not verdict.failed_on_fail_line:
+            return None   # train.py's own crash: its output is the evidence
+        span = harness_verdict.why_span(self.log)
+        on_line = patterns.scan(self.log, start=span[0], stop=span[1]) if span else []
+        if on_line:
+            code, family, match = on_line[0]
+            return self._overruling(self._from_signature(code, family, match), found)
+        if verdict.stage == "train":
+            return None
+        return self._overruling(self._evaluation_failed(verdict), found)
+
+    def _refused(self, item, match, found):
+        """A refusal of the harness: its code and the one change in train.py that answers it."""
+        fix = {}
+        if item.code == "TORCH_COMPILE_FAILED":
+            fix = self._set("COMPILE", False)
+        elif item.code == "FA_UNSUPPORTED_ARCH":
+            fix = self._set("ATTENTION_BACKEND", "sdpa")
+        elif item.code == "VAL_BPB_NONFINITE" and self.config.get("DTYPE") == "float16":
+            fix = self._set("DTYPE", "bfloat16") if self._bf16_ok() else self._set("DTYPE", "float32")
+        if self.verdict is None:
+            self.inter["harness_refusal"] = match.group(0)[:300]
+        if not fix:
+            self.inter["fix_step"] = item.fix   # no constant to change: the step, for the engine's line
+        text = harness_verdict.describe(item, match) + ". Fix: " + item.fix + "."
+        return self._overruling((item.family, [item.code], fix, text), found)
+
+    def _overruling(self, result, found):
+        """Say so when the log also holds another failure's text that did not end the run."""
+        if result is None:
+            return None
+        family, codes, fix, text = result
+        if self.verdict is None:
+            return result
+        span = harness_verdict.why_span(self.log)
+        verdict_at = self.log.rfind("\n", 0, span[0]) + 1 if span else len(self.log)
+        for code, fam, match in found:
+            line = self._line(match).strip()
+            if fam == family or code in codes or line == self.verdict.why or match.start() >= verdict_at:
+                continue
+            self.inter["overruled_text"] = line[:200]
+            text += (f" The log also shows {line[:120]!r} ({code}), but that did not end the run: "
+                     "the benchmark's own verdict did.")
+            break
+        return family, codes, fix, text
+
+    def _evaluation_failed(self, verdict):
+        """The evaluation ended on an exception no signature knows, on a signal, or silently."""
+        raised = self._from_exception()
+        if raised:
+            return raised
+        if verdict.exit == 137:
+            return self._host_oom(None)
+        if verdict.exit == 139:
+            return self._segfault(None)
+        said = verdict.why or "it printed no error line"
+        return "UNKNOWN", ["UNKNOWN"], {}, (
+            f"The harness's evaluation of train.py's final weights failed (exit {verdict.exit}): {said}.")
 
     def _benchmark_context(self):
         """What the benchmark itself showed: its command, how it ended, what it printed last."""

@@ -262,8 +262,9 @@ VAL_BPB = re.compile(r"^val_bpb:\s*([\d.]+)", _M)
 ERROR_LINE = re.compile(r"^(?:[\w.]+(?:Error|Exception|Exit|Interrupt)|Killed|Traceback|FAIL)\b.*$", _M)
 
 
-def scan(text, lower=None):
-    """[(code, family, last match)] of every signature found, highest priority first.
+def scan(text, lower=None, start=0, stop=None):
+    """[(code, family, last match)] of every signature found in text[start:stop] (whole lines
+    only match from `start` on when it begins a line), highest priority first.
 
     A match on a warning line (`UserWarning: ... falling back`) ranks after every match on
     other lines: a warning the run survived is not what ended it.
@@ -279,7 +280,7 @@ def scan(text, lower=None):
         best = None
         require = REQUIRE.get(code)
         for anchor in anchors:
-            match = _last_on_anchor_lines(text, lower, regex, anchor, require)
+            match = _last_on_anchor_lines(text, lower, regex, anchor, require, start, stop)
             if match and (best is None or match.start() > best.start()):
                 best = match
         if best is not None:
@@ -319,15 +320,16 @@ REQUIRE = {
 }
 
 
-def _last_on_anchor_lines(text, lower, regex, anchor, require=None):
-    end = len(lower)
+def _last_on_anchor_lines(text, lower, regex, anchor, require=None, begin=0, limit=None):
+    limit = len(lower) if limit is None else limit
+    end = limit
     for _ in range(MAX_ANCHOR_LINES):
-        pos = lower.rfind(anchor, 0, end)
+        pos = lower.rfind(anchor, begin, end)
         if pos < 0:
             return None
-        start = lower.rfind("\n", 0, pos) + 1
-        stop = lower.find("\n", pos)
-        stop = len(lower) if stop < 0 else stop
+        start = max(begin, lower.rfind("\n", 0, pos) + 1)
+        stop = lower.find("\n", pos, limit)
+        stop = limit if stop < 0 else stop
         if require and not any(word in lower[start:stop] for word in require):
             end = start
             continue

@@ -1,8 +1,8 @@
 """A real night for the export tests, made by the real engine on a real git repo.
 
-Segment 0 (loss, lower is better): the baseline measured three times (noise), a keep, a
-discard, a crash, a timeout, a failed check (with a value better than the best), another
-discard, ASI on several runs. Segment 1 (after `init` again): a new baseline, a keep, a discard.
+Segment 0 (loss, lower is better): the baseline measured three times (1.02, 1.00, 0.99: its
+value is their median, 1.00, not its first measurement), a keep, a discard, a crash, a timeout,
+a failed check (with a value better than the best), another discard, ASI on several runs. Segment 1 (after `init` again): a new baseline, a keep, a discard.
 `tear()` then appends a torn line, as a killed writer leaves it.
 """
 
@@ -10,8 +10,8 @@ from helpers_engine import make_repo
 
 BENCH = r"""#!/bin/bash
 v=$(cat value.txt)
-q=.autoresearch/queue
-if [ -s "$q" ]; then v=$(head -n1 "$q"); sed -i 1d "$q"; fi
+o=$(grep "^$AUTORESEARCH_RUN " MEASURED | cut -d' ' -f2)
+if [ -n "$o" ]; then v=$o; fi
 case "$v" in
   crash) echo "Traceback (most recent call last):" >&2; echo "RuntimeError: boom" >&2; exit 1 ;;
   hang) sleep 1000 ;;
@@ -24,14 +24,16 @@ INIT = ("init", "--metric", "loss", "--command", "bash bench.sh", "--scope", "va
 
 def make_night(root):
     repo = make_repo(root, init_args=None)
-    (repo.root / "bench.sh").write_text(BENCH)
+    # What given runs measure ("RUN VALUE" lines), whatever value.txt says: the baseline's three
+    # measurements. Outside the repo (a run executes in a snapshot of its commit, in a sandbox
+    # that lets it read, not write, outside its run folder).
+    measured = repo.root.parent / "measured"
+    measured.write_text("1 1.02\n2 1.00\n3 0.99\n")
+    (repo.root / "bench.sh").write_text(BENCH.replace("MEASURED", str(measured)))
     repo.git("commit", "-qam", "the night's benchmark")
     flag = repo.root.parent / "checks-fail"
     checks = ("--checks", f"test ! -e {flag} || (echo 'unit test failed'; exit 1)")
     repo.ok(*INIT, *checks)
-    queue = repo.root / ".autoresearch" / "queue"
-    queue.parent.mkdir(exist_ok=True)
-    queue.write_text("1.00\n1.02\n0.99\n")
     rc, data = repo.json("run", "-q", "--baseline", "--repeat", "3", "-m", "baseline",
                          "--asi", '{"hypothesis": "the template as it is"}')
     assert rc == 0, data

@@ -70,6 +70,16 @@ def test_baseline_repeat_measures_noise_and_sets_the_threshold(noisy):
     seq.feed(0.9)
     big = repo.experiment("0.6", "big gain")
     assert big["status"] == "keep" and big["confidence"] > 3
+    # Each record carries the rule's parameters, and they give its threshold back.
+    first = records[0]["rule"]
+    assert first["source"] == "none" and first["sigma"] is None and records[0]["threshold"] == first["min_delta"] == 0
+    for r in (small, big):
+        rule = r["rule"]
+        assert rule["source"] == "repeats" and rule["samples"] == 3 and rule["z"] == 2
+        assert rule["sigma"] == pytest.approx(1.4826 * rule["mad"]) and rule["mad"] == pytest.approx(0.02)
+        assert r["threshold"] == pytest.approx(max(rule["min_delta"], rule["z"] * rule["sigma"]))
+    on_disk = [json.loads(line) for line in (repo.root / "autoresearch.jsonl").read_text().splitlines()]
+    assert [r["rule"] for r in on_disk if r.get("run") in (small["run"], big["run"])] == [small["rule"], big["rule"]]
 
 
 def test_init_noise_runs_repeats_the_baseline(noisy):

@@ -42,6 +42,14 @@ def _segment(repo, k):
     return [r for r in _runs(repo) if r.get("segment") == k]
 
 
+def _code_value(runs, record):
+    """A kept run's value as `status` defines it: the median of its code's measurements."""
+    values = sorted(r["metric"] for r in runs if r.get("scope_hash") == record.get("scope_hash")
+                    and r["metric"] is not None and r["status"] in ("keep", "discard"))
+    n = len(values)
+    return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
+
+
 def test_the_night_has_every_status_and_a_torn_line(night):
     statuses = {r["status"] for r in _runs(night)}
     assert statuses == {"keep", "discard", "crash", "timeout", "checks_failed"}
@@ -69,10 +77,29 @@ def test_pi_page_shows_every_run_under_the_right_status(night, segment):
         assert shown["drawn"], f"run {mine['run']} is not on pi's chart"
         if mine["metric"] is None:
             assert shown["shown"] == "crash", f"run {mine['run']} without a value shows {shown['shown']}"
+        elif mine["status"] == "keep":   # a kept run at its code's value, as status has it
+            assert shown["shown"] == f"{_code_value(ours, mine):.2f}"
         else:
             assert shown["shown"] == f"{mine['metric']:.2f}"
         conf = shown["confidence"]
         assert conf is None or conf >= 0, "pi's confidence is never negative"
+
+
+def test_pi_baseline_is_the_baseline_code_value_not_its_first_measurement(night):
+    """pi takes the first run's value as the baseline: the export puts the baseline's value there
+    (the median of its three measurements, 1.00), as the TSV and `status` have it, not the first
+    measurement (1.02). Its page's best is the best value of any run, so the failed check's 0.50
+    shows there; the export says so, and pi's widget (kept runs only) has the best, 0.90."""
+    ours = _segment(night, 0)
+    assert [r["metric"] for r in ours[:3]] == [1.02, 1.00, 0.99]
+    proc = night.ok("export", "--pi", "-", "--segment", "0")
+    page, session = pi_page(proc.stdout), pi_session(proc.stdout)
+    nb = notebook(night.ok("export", "--tsv", "-", "--as-val-bpb", "--segment", "0").stdout)
+    assert page["baseline"] == nb["baseline"] == 1.00
+    kept = [r["metric"] for r in session["results"] if r["status"] == "keep"]
+    assert min(kept) == nb["best"] == 0.90 and page["best"] == 0.50
+    failed = next(r for r in ours if r["status"] == "checks_failed")
+    assert f"it will show run {failed['run']} (0.5, which failed its checks), where the best is run" in proc.stderr
 
 
 def test_pi_confidence_is_best_over_baseline_in_segment_mads(night):
@@ -215,3 +242,22 @@ def test_pi_confidence_matches_a_direct_computation_on_a_long_night():
         kept = [r["metric"] for r in runs[:i + 1] if r["status"] == "keep"]
         expected = None if len(kept) < 2 else round(abs(kept[-1] - kept[0]) / mad, 3)
         assert got[i] == expected
+
+
+def test_pi_export_warns_when_pi_will_read_another_baseline():
+    """pi's baseline is the first run line: a crash before the baseline makes it 0 there (its page
+    then shows no improvement), and a segment without a keep has none; the export says both."""
+    from autoresearch import export, log
+    config = log.Config.from_json({"type": "config", "name": "x", "metricName": "loss", "bestDirection": "lower"})
+    runs = [log.Run.from_json(r) for r in (
+        {"run": 1, "status": "crash", "metric": None, "commit": "a" * 40, "scope_hash": "a"},
+        {"run": 2, "status": "keep", "metric": 1.0, "commit": "b" * 40, "scope_hash": "b"},
+        {"run": 3, "status": "keep", "metric": 0.9, "commit": "c" * 40, "scope_hash": "c"})]
+    notes = []
+    page = pi_page(export.pi_log(config, runs, notes=notes))
+    assert page["baseline"] == 0 and page["best"] == 0.9
+    assert notes == ["pi takes the first run's value as the baseline, but the first 1 run(s) come before the "
+                     "baseline (run 2): pi's baseline will read 0 and its improvement nothing"]
+    notes = []
+    export.pi_log(config, runs[:1], notes=notes)
+    assert notes == ["no run of this segment was kept yet: pi takes the first run's value as the baseline"]

@@ -139,3 +139,21 @@ def test_skill_links_point_to_files_in_the_plugin(skill):
     links = re.findall(r"\]\(\$\{CLAUDE_PLUGIN_ROOT\}/([^)]+)\)", text)
     assert links, "the skill links its detail in references/"
     assert [link for link in links if not (ROOT / link).is_file()] == []
+
+
+def test_the_plugin_directory_checks_find_nothing_and_the_icon_is_ours(claude, tmp_path):
+    """The plugin directory's checks (run by `validate` on the plugin folder) warned ICON_MISSING;
+    the icon the manifest names is a square PNG in the size they ask (512 to 2048 px, under
+    2 MB), and it is exactly what scripts/draw_icon.py draws."""
+    rc, report = validate(claude, ROOT)
+    assert rc == 0 and report["directory"]["findings"] == [], report["directory"]
+    manifest = json.loads((ROOT / ".claude-plugin" / "plugin.json").read_text())
+    icon = ROOT / manifest["icon"]
+    data = icon.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR" and len(data) < 2 * 1024 * 1024
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    assert width == height and 512 <= width <= 2048
+    drawn = tmp_path / "icon.png"
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "draw_icon.py"), str(drawn)], check=True,
+                   capture_output=True)
+    assert drawn.read_bytes() == data

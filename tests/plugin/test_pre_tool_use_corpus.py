@@ -8,7 +8,6 @@ Claude Code does, as a process fed the JSON on stdin, and so does benchmarks/hoo
 """
 
 import json
-import os
 import subprocess
 import sys
 

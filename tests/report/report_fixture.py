@@ -58,7 +58,7 @@ def make_repo(root, n_runs=300, steps=150, seed=0, malformed=True, segment_at=No
     clock = START_MS
     best = None
     seg = 0
-    baseline_level = 1.000
+    baseline_level = best_level = 1.000   # the level the next segment's baseline starts below
     for n in range(1, n_runs + 1):
         if n == segment_at:
             seg, best, baseline_level = 1, None, best_level - 0.004
@@ -181,7 +181,6 @@ def _write_run_files(folder, rng, run, steps):
 
 if __name__ == "__main__":
     # python tests/report/report_fixture.py DIR [RUNS]: a clean night to look at (docs/report.png)
-    import sys
     print(make_repo(sys.argv[1], n_runs=int(sys.argv[2]) if len(sys.argv) > 2 else 300, malformed=False, hostile=False))
 
 

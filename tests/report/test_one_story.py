@@ -10,10 +10,11 @@ TSV must all say the same.
 import json
 import re
 import subprocess
+import sys
 import urllib.request
 
 import pytest
-from conftest import run_cli
+from conftest import ROOT, run_cli
 from report_browser import Page
 from report_fixture import serving
 
@@ -23,8 +24,9 @@ case "$v" in
   crash) echo "Traceback (most recent call last):" >&2; echo "RuntimeError: boom" >&2; exit 1 ;;
   hang) sleep 60 ;;
 esac
-# measurement noise: a few thousandths, different from run to run
-off=$(( AUTORESEARCH_RUN % 3 ))
+# measurement noise: a few thousandths, different from run to run (the night's baseline, runs
+# 4 to 6, measures 1.502, 1.500, 1.501: its value, the median, is not its first measurement)
+off=$(( (AUTORESEARCH_RUN + 1) % 3 ))
 awk -v v="$v" -v o="$off" 'BEGIN { printf "METRIC loss=%.4f\n", v + o * 0.001 }'
 """
 CHECK = """#!/bin/bash
@@ -69,7 +71,8 @@ def night(tmp_path_factory):
     experiment(root, "1.6", "much worse")
     experiment(root, "crash", "break it")
     experiment(root, "1.1 badcheck", "wins but fails its check")
-    experiment(root, "hang", "hangs")
+    last = experiment(root, "hang", "hangs")
+    (root.parent / f"{root.name}-last-run.json").write_text(json.dumps(last))   # run --json, kept aside
     status = json.loads(cli(root, "status", "--json").stdout)
     return root, status
 
@@ -125,8 +128,8 @@ def test_report_json_carries_the_very_status_object(night):
         s["consecutive_non_keeps"], s["longest_non_keeps"])
     # the running best: the baseline's value (one value per code) until the keep, then the incumbent's
     night_runs = [r for r in report_model(root)["runs"] if r["segment"] == 1]
-    assert [r["running_best"] for r in night_runs] == pytest.approx([1.501] * 3 + [1.201] * 6)
-    assert s["best"]["metric"] == pytest.approx(1.201)
+    assert [r["running_best"] for r in night_runs] == pytest.approx([1.501] * 3 + [1.202] * 6)
+    assert s["best"]["metric"] == pytest.approx(1.202)
 
 
 def report_model(root):
@@ -205,3 +208,62 @@ def test_the_tsv_says_the_same(night):
     # the streak: the ideas after the last keep
     after = rows[rows.index(kept[-1]) + 1:]
     assert len([r for r in after if "(re-measurement of run" not in r[4]]) == s["consecutive_non_keeps"]
+
+
+def _api(port, path):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as res:
+        return json.loads(res.read())
+
+
+def test_every_view_gives_one_baseline_best_and_counts(night, tmp_path):
+    """status --json, report --json, export --pi (read by pi's page and session rules),
+    export --tsv (read by karpathy's notebook rules) and serve's api/model, api/runs and
+    api/run/N: one baseline (the median of its three measurements, not the first one), one
+    best, one set of counts."""
+    sys.path.insert(0, str(ROOT / "tests" / "engine"))
+    from client_rules import notebook, pi_page, pi_session
+    root, s = night
+    base, best, counts = s["baseline"], s["best"], s["counts"]
+    log = [json.loads(line) for line in (root / "autoresearch.jsonl").read_text().splitlines()]
+    first = next(r for r in log if r.get("run") == base["run"])
+    assert first["metric"] == pytest.approx(1.502) and base["metric"] == pytest.approx(1.501)
+    crashed = counts["crash"] + counts["timeout"] + counts["tampered"]   # pi's crash
+    assert json.loads((root.parent / f"{root.name}-last-run.json").read_text())["best"] == best   # run --json
+
+    report = json.loads(cli(root, "report", "-o", "night.html", "--json").stdout)
+    seg = report["segments"][-1]
+    assert report["status"] == s
+    assert (seg["baseline"], seg["best"], seg["counts"]) == (base["metric"], best["metric"], counts)
+
+    proc = cli(root, "export", "--pi", "-")
+    page, session = pi_page(proc.stdout), pi_session(proc.stdout)
+    assert page["baseline"] == base["metric"] and page["kept"] == counts["keep"]
+    kept = [r["metric"] for r in session["results"] if r["status"] == "keep"]
+    assert (kept[0], min(kept)) == (base["metric"], best["metric"])   # pi's widget: baseline, best kept
+    by_status = {k: sum(1 for r in session["results"] if r["status"] == k)
+                 for k in ("keep", "discard", "crash", "checks_failed")}
+    assert by_status == {"keep": counts["keep"], "discard": counts["discard"], "crash": crashed,
+                         "checks_failed": counts["checks_failed"]}
+    # pi's page takes the best value of any run: the failed check's 1.1 is better, and the export says so
+    failed = next(r for r in log if r.get("status") == "checks_failed" and r.get("segment") == s["segment"])
+    assert page["best"] == failed["metric"] and f"it will show run {failed['run']}" in proc.stderr
+
+    nb = notebook(cli(root, "export", "--tsv", "-", "--as-val-bpb").stdout)
+    assert (nb["baseline"], nb["best"], nb["keep_rate"]) == (pytest.approx(base["metric"]),
+                                                             pytest.approx(best["metric"]), s["keep_rate"])
+    assert nb["counts"] == {"KEEP": counts["keep"], "DISCARD": counts["discard"] + counts["timeout"],
+                            "CRASH": counts["crash"] + counts["checks_failed"] + counts["tampered"]}
+
+    with serving(root, tmp_path / "serve.err") as port:
+        model = _api(port, "/api/model")["model"]
+        seg = model["segments"][-1]
+        assert model["status"] == s
+        assert (seg["baseline"], seg["best"], seg["baselineRun"], seg["bestRun"], seg["counts"]) == (
+            base["metric"], best["metric"], base["run"], best["run"], counts)
+        rows = _api(port, f"/api/runs?offset=0&limit={model['runTotal']}")["runs"]
+        mine = [r for r in rows if r["segment"] == s["segment"]]
+        assert {k: sum(1 for r in mine if r["status"] == k) for k in counts} == counts
+        assert mine[-1]["running_best"] == best["metric"]
+        for point in (base, best):
+            row = _api(port, f"/api/run/{point['run']}")["row"]
+            assert (row["run"], row["commit"]) == (point["run"], point["commit"])

@@ -307,3 +307,14 @@ def test_a_mistyped_log_path_is_refused_and_the_real_report_kept(tmp_path):
     proc = run_cli(["report", "--log", "nope.jsonl"], cwd=tmp_path)
     assert proc.returncode == 3 and "nope.jsonl" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert (tmp_path / ".autoresearch" / "report.html").read_bytes() == page
+
+
+def test_a_second_header_before_the_first_run_leaves_an_empty_first_segment(tmp_path):
+    """`init` twice before any run: the fixture's night with its segment change at run 1 (it
+    used to stop on an unbound level there) reads as an empty segment 0, then the night."""
+    import report_fixture
+    facts = report_fixture.make_repo(tmp_path, n_runs=6, segment_at=1, malformed=False, hostile=False)
+    model = model_of(tmp_path)
+    first, night = model["segments"]
+    assert (first["runs"], first["baseline"], first["best"]) == (0, None, None)
+    assert night["runs"] == facts["runs"] == 6 and night["baselineRun"] == 1

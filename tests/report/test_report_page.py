@@ -1,6 +1,7 @@
 """The 300-run report in real headless Chromium: charts draw, nothing errs, hostile text stays text."""
 
 import html
+from html.parser import HTMLParser
 import json
 import re
 
@@ -129,3 +130,72 @@ def test_a_night_with_no_runs_yet_renders_without_errors(tmp_path):
     attrs = root_attributes(dom)
     assert attrs["data-ready"] == "1" and attrs["data-errors"] == "[]" and console == []
     assert "No runs logged yet." in dom and "The chart appears after the first run." in dom
+
+
+class _RunsTable(HTMLParser):
+    """The cells of <table id="runs"> as the HTML file has them (no script run)."""
+
+    def __init__(self):
+        super().__init__()
+        self.inside, self.head, self.rows, self.cell = False, [], [], None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "table" and attrs.get("id") == "runs":
+            self.inside = True
+        elif self.inside and tag == "tr":
+            self.rows.append([])
+        elif self.inside and tag in ("td", "th"):
+            self.cell = []
+
+    def handle_endtag(self, tag):
+        if tag == "table":
+            self.inside = False
+        elif self.inside and tag in ("td", "th") and self.cell is not None:
+            self.rows[-1].append("".join(self.cell))
+            self.cell = None
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell.append(data)
+
+
+def test_the_runs_table_reads_without_the_script(night, tmp_path):
+    """The page's runs table is in its HTML too, escaped: a mail preview, a text browser or a
+    parser sees every run with its status, metric, delta, confidence, description, ASI and
+    diagnosis. The script draws the same table again (sortable), with the same diagnosis column."""
+    root, facts, _ = night
+    page = (root / "night.html").read_text(encoding="utf-8")
+    table = _RunsTable()
+    table.feed(page)
+    head, rows = table.rows[0], table.rows[1:]
+    assert head == ["#", "status", "metric", "Δ vs best then", "confidence", "description", "ASI", "diagnosis",
+                    "duration", "commit"]
+    assert len(rows) == 300 and [int(r[0]) for r in rows] == list(range(1, 301))
+    records = {}
+    for line in (root / "autoresearch.jsonl").read_text(encoding="utf-8").split("\n"):
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue   # the fixture's malformed lines
+        if isinstance(r, dict) and "run" in r:
+            records[r["run"]] = r
+    for row in rows:
+        rec = records[int(row[0])]
+        assert row[1] == rec["status"]
+        assert row[5] == rec["description"]          # hostile text as text, whole
+        if rec.get("metric") is not None:
+            assert float(row[2]) == pytest.approx(rec["metric"], rel=1e-6)
+        if rec.get("diagnosis"):
+            assert row[7] == ", ".join(rec["diagnosis"]["codes"])
+        else:
+            assert row[7] == ""
+    assert "&lt;script&gt;document.documentElement" in page and "note=&lt;img src=x onerror=alert(2)&gt;" in page
+    # After the script ran: its table has the diagnosis column too, with the same codes.
+    dom, _ = dump_dom((root / "night.html").as_uri(), tmp_path / "profile")
+    drawn = _RunsTable()
+    drawn.feed(dom)
+    assert drawn.rows[0][:8] == head[:8]
+    crashed = next(n for n, r in sorted(records.items()) if r.get("diagnosis"))
+    row = next(r for r in drawn.rows[1:] if r[0] == str(crashed))
+    assert row[7] == ", ".join(records[crashed]["diagnosis"]["codes"])

@@ -178,3 +178,46 @@ def test_port_in_use_is_a_clear_usage_error(tmp_path):
 def test_serve_outside_a_research_repo_is_refused(tmp_path):
     proc = run_cli(["serve", "--port", "0"], cwd=tmp_path, timeout=30)
     assert proc.returncode == 3 and "autoresearch init" in proc.stderr
+
+
+def _exchange(port, method, path, host=None):
+    """(status, headers without Date, body) of one request through http.client."""
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request(method, path, headers={"Host": host} if host else {})
+        res = conn.getresponse()
+        headers = {k.lower(): v for k, v in res.getheaders() if k.lower() != "date"}
+        return res.status, headers, res.read()
+    finally:
+        conn.close()
+
+
+def _raw_head(port, path):
+    """Every byte the server sends for a HEAD request, up to its closing the connection."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(f"HEAD {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode())
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    return data
+
+
+def test_head_answers_every_route_like_get_without_the_body(served):
+    root, base, _, _ = served
+    port = int(base.rsplit(":", 1)[1].strip("/"))
+    version = get(base + "api/model")["version"]
+    paths = ["/", "/index.html", "/api/model", f"/api/model?since={version}", "/api/runs",
+             "/api/runs?offset=5&limit=3", "/api/runs?limit=0", "/api/current", "/api/run/3",
+             "/api/run/999", "/api/run/x", "/no/such/page"]
+    statuses = set()
+    for path in paths:
+        got, head = _exchange(port, "GET", path), _exchange(port, "HEAD", path)
+        assert head[0] == got[0] and head[1] == got[1], path   # same status, same headers
+        assert int(head[1]["content-length"]) == len(got[2]) > 0 and head[2] == b"", path
+        statuses.add(got[0])
+        raw = _raw_head(port, path)
+        assert raw.endswith(b"\r\n\r\n") and raw.count(b"\r\n\r\n") == 1, f"{path}: HEAD sent a body"
+    assert statuses == {200, 400, 404}
+    forbidden = _exchange(port, "HEAD", "/", host="evil.example:80")
+    assert forbidden[0] == 403 and forbidden[2] == b"" and int(forbidden[1]["content-length"]) > 0

@@ -6,11 +6,9 @@ import html
 import json
 import os
 import socket
-import subprocess
 import time
 
 import pytest
-import report_fixture
 from conftest import run_cli
 from report_browser import Page, dump_dom, root_attributes
 from test_serve import get, served  # noqa: F401 - the fixture

@@ -101,6 +101,11 @@ def test_evaluate_bpb_matches_a_hand_computation(modules, monkeypatch):
             nbytes += token_bytes[t]
     assert got == pytest.approx(nats / (math.log(2) * nbytes), rel=1e-6)  # float32 sums
     assert vocab > 256
+    # prepare.evaluate_bpb (karpathy/autoresearch's call) is the same measurement on EVAL_TOKENS.
+    monkeypatch.setattr(prepare, "EVAL_TOKENS", 3 * 2 * 16)
+    model = FixedModel().train()
+    assert prepare.evaluate_bpb(model, tok, 2) == pytest.approx(got, rel=1e-9)
+    assert model.training   # left as it was found
 
 
 def _run_prepare(repo, env, *args, cache):

@@ -106,6 +106,8 @@ def test_smoke_training_run_learns_and_reports(research_repo, modules, tmp_path)
     assert ("overrides:        MAX_SEQ_LEN=256,TIME_BUDGET=20,EVAL_TOKENS=65536,VOCAB_SIZE=512,BUDGET_CLOCK=cpu,"
             "CPU_THREADS=1") in block
     assert "SYNTHETIC" in done.stdout
+    # Evaluated once: by the benchmark's evaluator, not by train.py as well.
+    assert done.stdout.count("Causality probe: passed") == 1
 
     steps = [json.loads(s) for s in (run_dir / "steps.jsonl").read_text().splitlines()]
     assert len(steps) == metrics["num_steps"]
@@ -115,6 +117,8 @@ def test_smoke_training_run_learns_and_reports(research_repo, modules, tmp_path)
     assert progress == sorted(progress) and 0 <= progress[0] and progress[-1] <= 1
     assert all(math.isfinite(s["loss"]) and s["mfu"] is None for s in steps)   # no CPU peak: MFU unknown
     assert steps[-1]["loss"] < steps[0]["loss"]
+    # The gradient norm of every step (before the optimizer step): a real, finite, positive number.
+    assert all(isinstance(s["grad_norm"], float) and 0 < s["grad_norm"] < 1e6 for s in steps)
 
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["val_bpb"] == pytest.approx(val_bpb, abs=1e-6)
@@ -137,8 +141,10 @@ def test_smoke_training_run_learns_and_reports(research_repo, modules, tmp_path)
     value = holdout["holdout_bpb"]
     assert math.isfinite(value) and value < 0.6 * before and holdout["tokens"] == prepare.HOLDOUT_TOKENS
     printed = done.stdout + done.stderr
+    # As a number of its own: a rounding that is only the start of another figure (val_bpb can
+    # share the holdout's first digits) is not the holdout shown.
     for shown in (repr(value), f"{value:.6f}", f"{value:.4f}", f"{value:.3f}"):
-        assert shown not in printed
+        assert not re.search(rf"(?<![\d.]){re.escape(shown)}(?!\d)", printed), shown
     assert not any("holdout" in name for name in metrics)
     assert "holdout" not in json.dumps(summary)
 
@@ -184,3 +190,22 @@ def test_a_summary_printed_by_train_py_alone_is_never_a_metric(tmp_path, printed
     found, _ = metrics.parse(done.stdout)
     assert "val_bpb" not in found
     assert "autoresearch.sh: the evaluation failed" in done.stderr
+
+
+def test_train_py_on_its_own_prints_the_summary_block(research_repo, tmp_path):
+    """karpathy's route, `python train.py` (or `uv run train.py`): it trains, then the harness's
+    evaluator (a fresh process, the same one the benchmark runs) scores the saved weights and
+    prints the summary block after '---'. Under autoresearch.sh only the benchmark's evaluator does."""
+    repo, env = research_repo
+    run_dir = tmp_path / "alone"
+    done = subprocess.run([sys.executable, "train.py"], cwd=repo, capture_output=True, text=True, timeout=300,
+                          env=dict(env, AUTORESEARCH_RUN_DIR=str(run_dir)))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert lines.count("---") == 1
+    block = lines[lines.index("---") + 1:]
+    for (name, fmt), line in zip(SUMMARY, block):
+        assert re.fullmatch(rf"{name}:\s+{fmt}", line), line
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert f"val_bpb:          {summary['val_bpb']:.6f}" in block and summary["evaluated_by"] == "harness.py"
+    assert not re.search(r"(?m)^METRIC ", done.stdout)   # numbers reach the engine only through autoresearch.sh

@@ -78,6 +78,12 @@
     if (typeof asi !== 'object' || Array.isArray(asi)) return asText(asi);
     return Object.keys(asi).map(function (k) { return k + '=' + asText(asi[k]); }).join('; ');
   }
+  // The diagnosis in the table: its codes (the family when it named none); the detail pane has the rest.
+  function diagText(d) {
+    if (!d || typeof d !== 'object') return '';
+    if (Array.isArray(d.codes) && d.codes.length) return d.codes.map(asText).join(', ');
+    return d.family ? asText(d.family) : '';
+  }
   function better(a, b) { return state.model.direction === 'higher' ? a > b : a < b; }
   function runByNumber(n) {
     var runs = state.model.runs;
@@ -470,6 +476,7 @@
       text: function (r) { return isNum(r.confidence) ? r.confidence.toFixed(2) : ''; } },
     { key: 'description', label: 'description', cls: 'desc', get: function (r) { return r.description; } },
     { key: 'asi', label: 'ASI', cls: 'asi', get: function (r) { return asiText(r.asi); } },
+    { key: 'diagnosis', label: 'diagnosis', cls: 'diag-cell', get: function (r) { return diagText(r.diagnosis); } },
     { key: 'duration', label: 'duration', num: true, get: function (r) { return r.duration_s; },
       text: function (r) { return duration(r.duration_s); } },
     { key: 'commit', label: 'commit', get: function (r) { return r.commit; }, text: function (r) { return r.commit.slice(0, 8); } }
@@ -497,11 +504,13 @@
         if (col.cell) td.appendChild(col.cell(r));
         else td.textContent = col.text ? col.text(r) : String(col.get(r));
         if (col.key === 'asi' || col.key === 'description') td.title = col.get(r);
+        if (col.key === 'diagnosis' && r.diagnosis && r.diagnosis.explanation) td.title = asText(r.diagnosis.explanation);
         tr.appendChild(td);
       });
       tr.addEventListener('click', function () { select(r.run, false); });
       body.appendChild(tr);
-      return { run: r, tr: tr, haystack: [r.description, asiText(r.asi), r.reason, r.status, r.commit, '#' + r.run].join(' ').toLowerCase() };
+      return { run: r, tr: tr, haystack: [r.description, asiText(r.asi), r.reason, r.status, r.commit, diagText(r.diagnosis),
+        '#' + r.run].join(' ').toLowerCase() };
     });
     table.appendChild(body);
     state.tbody = body;
