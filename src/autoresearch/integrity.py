@@ -44,18 +44,21 @@ class FileState:
     def of(path, label, restore=True):
         try:
             st = os.lstat(path)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return FileState(path, label, False, restore=restore)
         data = None
         h = hashlib.sha256()
         if os.path.isfile(path) and not os.path.islink(path):
-            with open(path, "rb") as f:
-                if st.st_size <= KEEP_BYTES:
-                    data = f.read()
-                    h.update(data)
-                else:
-                    for block in iter(lambda: f.read(1 << 20), b""):
-                        h.update(block)
+            try:
+                with open(path, "rb") as f:
+                    if st.st_size <= KEEP_BYTES:
+                        data = f.read()
+                        h.update(data)
+                    else:
+                        for block in iter(lambda: f.read(1 << 20), b""):
+                            h.update(block)
+            except PermissionError:   # a file we may not read (/etc/gitconfig): its stamp still counts
+                h.update(b"unreadable")
         target = os.readlink(path) if os.path.islink(path) else None
         if target is not None:
             h.update(target.encode("utf-8", "surrogateescape"))

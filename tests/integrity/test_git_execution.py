@@ -178,6 +178,8 @@ def test_benchmark_writes_the_users_global_git_config(tmp_path, on):
     assert any(".gitconfig" in t for t in record["tampered"]) and any("attributes" in t for t in record["tampered"])
     assert (home / ".gitconfig").read_text() == "[user]\n\tname = Person\n"
     assert not (home / ".config" / "git" / "attributes").exists()
+    aside = [p.read_text() for p in (repo.root / ".autoresearch" / "foreign").iterdir() if "gitconfig" in p.name]
+    assert any("fsmonitor" in text for text in aside), "the changed file was not kept aside"
     _next_runs(repo)
     _assert_never_ran(tmp_path, repo)
 
@@ -195,3 +197,24 @@ def test_the_engine_git_runs_with_execution_overridden(tmp_path):
     proc = subprocess.run(["git", *gitops.NEUTRAL, "config", "core.hooksPath"], cwd=repo.root,
                           capture_output=True, text=True)
     assert proc.stdout.strip() == os.devnull
+
+
+def test_a_home_without_a_config_folder_and_a_hooks_path_of_the_user(tmp_path):
+    """`~/.config` is a file, and the repository keeps its hooks elsewhere (core.hooksPath, as
+    husky does): runs go on, and a hook planted there is removed and never runs."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".config").write_text("not a folder\n")
+    repo = make(tmp_path / "r", sandbox=False)
+    repo.env["HOME"] = str(home)
+    repo.env.pop("XDG_CONFIG_HOME", None)
+    (repo.root / ".hooks").mkdir()
+    repo.git("config", "core.hooksPath", ".hooks")
+    repo.baseline()
+    p = _payload(tmp_path, repo, "payload")
+    rc, data = repo.attack(f'cp {p} "$L/.hooks/post-commit"; cp {p} "$L/.hooks/reference-transaction"; true')
+    record = data["record"]
+    assert record["status"] == "tampered" and any(".hooks/post-commit" in t for t in record["tampered"]), record
+    assert os.listdir(repo.root / ".hooks") == []
+    _next_runs(repo)
+    _assert_never_ran(tmp_path, repo)
