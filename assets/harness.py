@@ -1136,6 +1136,9 @@ def evaluate_run(definitions):
     _atomic(os.path.join(folder, SAMPLE_FILE), lambda f: f.write(sample_text + "\n"), "w")
     if holdout is not None:
         _atomic(os.path.join(folder, HOLDOUT_FILE), lambda f: json.dump(holdout, f, indent=1), "w")
+    else:   # no holdout split: a holdout.json in the folder is train.py's, never the evaluator's
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(folder, HOLDOUT_FILE))
     if not os.environ.get("AUTORESEARCH_KEEP_WEIGHTS"):
         with contextlib.suppress(OSError):
             os.unlink(os.path.join(folder, WEIGHTS_FILE))

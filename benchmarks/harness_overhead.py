@@ -105,9 +105,9 @@ def main():
         for i in range(args.runs):
             results["reference"].append(one_run(*old, base / "runs" / f"ref{i}"))
             results["current"].append(one_run(*new, base / "runs" / f"cur{i}"))
+        rates = hash_rate(base)
     ref = statistics.median(r["outside_s"] for r in results["reference"])
     cur = statistics.median(r["outside_s"] for r in results["current"])
-        rates = hash_rate(base)
     holdout = statistics.median(r["holdout_s"] for r in results["current"])
     check = statistics.median(r["data_check_s"] or 0 for r in results["current"])
     summary = {"reference": args.reference, "runs": args.runs, "outside_reference_s": round(ref, 2),

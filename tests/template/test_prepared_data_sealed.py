@@ -11,8 +11,6 @@ write itself fails.
 """
 
 import json
-import os
-import pickle
 import re
 import shutil
 import subprocess
@@ -325,3 +323,32 @@ def test_a_warning_raised_in_the_harness_is_not_taken_for_a_rebinding(modules):
             vars(harness)["__warningregistry__"] = registry
         harness._WATCHED.clear()
         harness._WATCHED.update(saved)
+
+
+FINISH = "    recorder.finish(model, asdict(config), training_time, step, timed_steps, depth=DEPTH)\n"
+
+
+def test_a_holdout_value_written_by_train_py_never_stands(research_repo, tmp_path):
+    """Data prepared without a holdout split (a cache from before it existed): train.py writes a
+    holdout.json of its own into its run folder, where the person's table reads holdout values;
+    the evaluator, which writes none, removes it."""
+    template, session_env = research_repo
+    env, prepared = own_cache(session_env, tmp_path)
+    manifest = json.loads((prepared / "manifest.json").read_text())
+    del manifest["splits"]["holdout"]
+    for name in ("holdout.bin", "holdout.idx.npy"):
+        del manifest["files"][name]
+        (prepared / name).unlink()
+    (prepared / "manifest.json").write_text(json.dumps(manifest))
+    repo = tmp_path / "repo"
+    shutil.copytree(template, repo)
+    text = capped((repo / "train.py").read_text(), 12)
+    assert FINISH in text
+    (repo / "train.py").write_text(text.replace(FINISH, FINISH + """    with torch.serialization._open_file_like(harness.run_dir() + "/holdout.json", "w") as f:
+        f.write('{"holdout_bpb": 0.5, "tokens": 4096}')
+"""))
+    run_dir = tmp_path / "run"
+    done = run_benchmark(repo, env, run_dir)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "val_bpb" in metrics.parse(done.stdout)[0]
+    assert (run_dir / "summary.json").exists() and not (run_dir / "holdout.json").exists()
