@@ -30,6 +30,22 @@ evpid=
 cleanup() { [ -n "$evpid" ] && { echo stop > "$tmp/go"; wait "$evpid" 2>/dev/null; }; rm -rf "$tmp"; }
 trap cleanup EXIT
 
+# What the evaluator scores with is fixed before train.py starts, here, where train.py cannot
+# change it: the hash of manifest.json (which records the sha256 of every prepared file) and of
+# train.py itself. The evaluator refuses a manifest, a prepared file or a train.py that differs
+# (references/holdout.md).
+sha256_of() {
+    if [ ! -f "$1" ]; then
+        echo none
+    elif command -v sha256sum >/dev/null 2>&1; then
+        sha256sum < "$1" | cut -d' ' -f1
+    else
+        shasum -a 256 < "$1" | cut -d' ' -f1
+    fi
+}
+manifest_sha=$(sha256_of "${AUTORESEARCH_CACHE:-$(printf %s ~)/.cache/autoresearch}/prepared/manifest.json")
+train_sha=$(sha256_of train.py)
+
 # The evaluator starts once training has logged its first step (start-up and compilation are
 # done, so its imports overlap the timed steps), then waits for "go".
 (
@@ -37,7 +53,7 @@ trap cleanup EXIT
         sleep 0.2
     done
     [ "$(cat "$tmp/go" 2>/dev/null)" = stop ] && exit 0
-    "${PY[@]}" -I -u harness.py evaluate --go "$tmp/go" --parent $$ 2>&1 | defuse evaluate | tee "$tmp/eval"
+    "${PY[@]}" -I -u harness.py evaluate --go "$tmp/go" --parent $$ --manifest-sha "$manifest_sha" --train-sha "$train_sha" 2>&1 | defuse evaluate | tee "$tmp/eval"
 ) &
 evpid=$!
 

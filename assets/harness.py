@@ -14,6 +14,7 @@ whatever train.py printed or patched in its own process cannot move the recorded
 
 import ast
 import contextlib
+import hashlib
 import importlib.util
 import json
 import math
@@ -27,29 +28,44 @@ from dataclasses import dataclass
 
 
 # ---------------------------------------------------------------------------
-# Training without the holdout: `python harness.py train train.py` (autoresearch.sh runs this).
-# Standard library only, before torch is imported: it confines itself, then execs train.py.
+# Training sealed off what the evaluator relies on: `python harness.py train train.py`
+# (autoresearch.sh runs this). Standard library only, before torch is imported: it confines
+# itself with Linux Landlock, then execs train.py. Under the seal train.py cannot read the
+# holdout, and cannot write the prepared data or the downloaded shards.
 # ---------------------------------------------------------------------------
+
+def _cache_dir():
+    return os.environ.get("AUTORESEARCH_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "autoresearch")
+
 
 # The holdout's files, found the way prepare.py finds them (CACHE_DIR, PREPARED_DIR,
 # CLIMBMIX_HOLDOUT_SHARD there; tests/template/test_holdout_sealed.py checks that the two agree).
 def holdout_files():
-    cache = os.environ.get("AUTORESEARCH_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "autoresearch")
+    cache = _cache_dir()
     prepared = os.path.join(cache, "prepared")
     names = [os.path.join(prepared, n) for n in ("holdout.bin", "holdout.idx.npy")]
     names.append(os.path.join(cache, "climbmix", "shard_06541.parquet"))
     return [os.path.realpath(p) for p in names if os.path.lexists(p)]
 
 
-_LL_READ_FILE, _LL_REFER = 1 << 2, 1 << 13
-# Cache folders a training process may create and read back: made beforehand when they would be
-# new entries of a folder on the way to the holdout (such entries get no read right).
+def data_folders():
+    """The folders prepare.py writes: the prepared data and the downloaded shards."""
+    cache = _cache_dir()
+    names = [os.path.join(cache, n) for n in ("prepared", "climbmix", "tinystories")]
+    return [os.path.realpath(p) for p in names if os.path.lexists(p)]
+
+
+_LL_WRITE_FILE, _LL_READ_FILE, _LL_REFER, _LL_TRUNCATE = 1 << 1, 1 << 2, 1 << 13, 1 << 14
+_LL_CHANGE_DIR = sum(1 << b for b in range(4, 13))   # remove a dir or file; make char/dir/reg/sock/fifo/block/sym
+# Folders a training process may create and use: made beforehand when they would be new entries
+# of a folder on the way to a sealed path (such entries get no rights).
 _CACHE_DIRS = (".triton", ".nv", os.path.join(".cache", "torch"), os.path.join(".cache", "huggingface"))
 
 
-def _read_grants(stops):
-    """Every path to grant read on so that all is readable but `stops`: the siblings along the
-    way from / to each stop (Landlock only allows, so "all but X" is built from X's neighbours)."""
+def _grants_around(stops):
+    """Every path to grant a right on so that it holds everywhere but beneath `stops`: the
+    siblings along the way from / to each stop (Landlock only allows, so "all but X" is built
+    from X's neighbours)."""
     on_way = {os.path.dirname(s) for s in stops}
     for s in list(on_way):
         while s != "/":
@@ -65,7 +81,7 @@ def _read_grants(stops):
             path = os.path.join(folder, entry.name)
             if path in stops or path in on_way:
                 continue
-            if entry.is_symlink():   # a rule follows the link: never to the holdout or on its way
+            if entry.is_symlink():   # a rule follows the link: never to a stop or on its way
                 real = os.path.realpath(path)
                 if real in stops or real in on_way:
                     continue
@@ -73,11 +89,12 @@ def _read_grants(stops):
     return grants
 
 
-def seal_holdout():
-    """Confine this process (and all it starts) so it cannot read the holdout's files. Returns
-    None when sealed (or nothing to seal), else the reason it could not be."""
-    stops = set(holdout_files())
-    if not stops:
+def seal_training(writes=True):
+    """Confine this process (and all it starts): no reading the holdout's files; with `writes`,
+    no writing, creating, renaming or removing anything in the data folders. Returns None when
+    sealed (or nothing to seal), else the reason it could not be."""
+    unreadable, unwritable = set(holdout_files()), set(data_folders()) if writes else set()
+    if not unreadable and not unwritable:
         return None
     import ctypes
     import struct
@@ -90,26 +107,39 @@ def seal_holdout():
     if version < 1:
         return "Landlock is not available on this system (it needs Linux 5.13+)"
     home = os.path.expanduser("~")
-    for sub in _CACHE_DIRS:
-        path = os.path.join(home, sub)
-        if any(s.startswith(os.path.dirname(path) + "/") for s in stops):
+    made = [os.path.join(home, sub) for sub in _CACHE_DIRS]
+    made.append(os.environ.get("AUTORESEARCH_RUN_DIR") or os.path.join(_cache_dir(), "manual-run"))
+    for path in made:
+        if any(s.startswith(os.path.dirname(path) + "/") for s in unreadable | unwritable):
             with contextlib.suppress(OSError):
                 os.makedirs(path, exist_ok=True)
-    handled = _LL_READ_FILE | (_LL_REFER if version >= 2 else 0)   # REFER: no linking it out
+    refer = _LL_REFER if version >= 2 else 0                                   # no linking or moving out
+    write_file = _LL_WRITE_FILE | (_LL_TRUNCATE if version >= 3 else 0)
+    read = {"dir": _LL_READ_FILE | refer, "file": _LL_READ_FILE}
+    write = {"dir": write_file | _LL_CHANGE_DIR | refer, "file": write_file}
+    rights = {}   # path -> {"dir"|"file": rights}, the union of what each seal grants it
+    for stops, grant in ((unreadable, read), (unwritable, write)):
+        if stops:
+            for path in _grants_around(stops):
+                rights.setdefault(path, []).append(grant)
+    handled = (read["dir"] if unreadable else 0) | (write["dir"] if unwritable else 0)
     attr = struct.pack("=Q", handled)
     ruleset = libc.syscall(444, ctypes.create_string_buffer(attr, len(attr)), ctypes.c_size_t(len(attr)),
                            ctypes.c_uint32(0))
     if ruleset < 0:
         return f"landlock_create_ruleset failed (errno {ctypes.get_errno()})"
     try:
-        for path in _read_grants(stops):
+        for path, grants in rights.items():
             try:
                 fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
             except OSError:
                 continue
             try:
-                rights = handled if os.path.isdir(f"/proc/self/fd/{fd}") else _LL_READ_FILE
-                rule = struct.pack("=Qi", rights, fd)
+                kind = "dir" if os.path.isdir(f"/proc/self/fd/{fd}") else "file"
+                allowed = 0
+                for grant in grants:
+                    allowed |= grant[kind]
+                rule = struct.pack("=Qi", allowed & handled, fd)
                 libc.syscall(445, ctypes.c_int(ruleset), ctypes.c_int(1), ctypes.create_string_buffer(rule, len(rule)),
                              ctypes.c_uint32(0))
             finally:
@@ -130,12 +160,13 @@ BENCHMARK_ENV = "AUTORESEARCH_BENCHMARK"
 
 
 def train_sealed(argv):
-    """Seal the holdout, then become `python train.py` (same interpreter, same environment)."""
+    """Seal, then become `python train.py` (same interpreter, same environment).
+    AUTORESEARCH_SANDBOX=off leaves the data folders writable (the evaluator's checks remain)."""
     os.environ[BENCHMARK_ENV] = "1"
-    why = seal_holdout()
+    why = seal_training(writes=os.environ.get("AUTORESEARCH_SANDBOX") != "off")
     if why:
-        print(f"harness: the holdout is NOT sealed from train.py: {why}; reading it during training is "
-              "not prevented (see references/holdout.md)", file=sys.stderr, flush=True)
+        print(f"harness: train.py is NOT sealed off the holdout and the prepared data: {why}; reading the "
+              "holdout during training is not prevented (see references/holdout.md)", file=sys.stderr, flush=True)
     os.execv(sys.executable, [sys.executable, *argv])
 
 
@@ -941,8 +972,9 @@ def _check_untouched():
         if len(space) >= n and tuple(space)[:n] == keys and tuple(map(id, space.values()))[:n] == ids:
             continue
         # new names are fine in torch's own namespace only (submodules are imported lazily)
+        # (__warningregistry__ is the warnings machinery's: a warning raised in a module adds it)
         changed = sorted(k for k in (before if name == "torch" else set(before) | set(space))
-                         if space.get(k) is not before.get(k))
+                         if space.get(k) is not before.get(k) and k != "__warningregistry__")
         if changed:
             raise UnsafeTrainPy(f"train.py's code changed {name}.{changed[0]} while the evaluator ran it; "
                                 "the model may compute logits, nothing else")
@@ -961,15 +993,23 @@ def _snapshot_namespaces():
             for name, space in _watched_namespaces().items()}
 
 
-def load_train_module(path):
-    source = open(path, encoding="utf-8").read()
+def load_train_module(path, expected_sha=None):
+    """Import train.py's definitions from the bytes checked here (the train.py that trained, when
+    `expected_sha` is the hash autoresearch.sh took before training started)."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    if expected_sha and hashlib.sha256(raw).hexdigest() != expected_sha:
+        raise HarnessError("train.py changed while it ran: the evaluator rebuilds the model only from the "
+                           "train.py that trained (the one recorded); train.py must not write itself")
+    source = raw.decode("utf-8")
     check_train_py(source, os.path.basename(path))
     spec = importlib.util.spec_from_file_location("train", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules["train"] = module
+    code = compile(source, path, "exec")
     install_guard()
     with _guarded():
-        spec.loader.exec_module(module)
+        exec(code, module.__dict__)
     _check_untouched()
     return module
 
@@ -982,7 +1022,8 @@ def _wait_for_go(go_file, parent):
     """Block (importing is done) until autoresearch.sh writes 'go' or 'stop', or goes away."""
     while True:
         with contextlib.suppress(OSError):
-            word = open(go_file).read().strip()
+            with open(go_file) as f:
+                word = f.read().strip()
             if word in ("go", "stop"):
                 return word
         try:
@@ -1019,8 +1060,8 @@ class Definitions:
     vocab: int
 
 
-def load_definitions(train_py):
-    return Definitions(load_train_module(train_py), prepare.Tokenizer.from_directory(),
+def load_definitions(train_py, expected_sha=None):
+    return Definitions(load_train_module(train_py, expected_sha), prepare.Tokenizer.from_directory(),
                        prepare.prepared_vocab_size())
 
 
@@ -1070,7 +1111,7 @@ def evaluate_run(definitions):
     total = time.time() - float(info.get("t_start") or t0)
     summary = {"val_bpb": val_bpb, "val_bpb_karpathy": karpathy_bpb,
                "training_seconds": float(info.get("training_seconds") or 0), "total_seconds": total,
-               "eval_seconds": t1 - t0}
+               "eval_seconds": t1 - t0, **_TIMES}
     for key in ("peak_vram_mb", "mfu_percent", "total_tokens_M", "num_steps", "num_params_M", "depth"):
         summary[key] = info.get(key)
     print("---")
@@ -1100,6 +1141,9 @@ def evaluate_run(definitions):
             os.unlink(os.path.join(folder, WEIGHTS_FILE))
 
 
+_TIMES = {}   # the evaluator's own timings, for summary.json
+
+
 def _dtype_name(name):
     return name if name in ("bfloat16", "float16", "float32") else "auto"
 
@@ -1108,12 +1152,20 @@ def main(argv):
     if len(argv) >= 1 and argv[0] == "evaluate":
         go_file = argv[argv.index("--go") + 1] if "--go" in argv else None
         parent = int(argv[argv.index("--parent") + 1]) if "--parent" in argv else os.getppid()
+        manifest_sha = argv[argv.index("--manifest-sha") + 1] if "--manifest-sha" in argv else None
+        train_sha = argv[argv.index("--train-sha") + 1] if "--train-sha" in argv else None
         known = (HarnessError, prepare.PrepareError, CausalityError)
         # Everything that does not need the weights happens while train.py trains (off the time
         # outside the budget); a refusal waits for "go", so it is reported after training's output.
+        # First the data: this process scores only its own copies, checked against the manifest.
         definitions = early_error = None
         try:
-            definitions = load_definitions(os.path.join(HERE, "train.py"))
+            t0 = time.time()
+            warning = prepare.check_prepared(manifest_sha)
+            _TIMES["data_check_seconds"] = round(time.time() - t0, 4)   # while train.py trains
+            if warning:
+                print(f"harness: {warning}", flush=True)
+            definitions = load_definitions(os.path.join(HERE, "train.py"), train_sha)
         except known as e:
             early_error = e
         if go_file and _wait_for_go(go_file, parent) == "stop":
@@ -1129,7 +1181,8 @@ def main(argv):
             traceback.print_exc()
             _exit_now(1)
         _exit_now(0)
-    print("usage: python -I harness.py evaluate [--go FILE]   (autoresearch.sh runs this)", file=sys.stderr)
+    print("usage: python -I harness.py evaluate [--go FILE] [--parent PID] [--manifest-sha SHA256] [--train-sha SHA256]"
+          "   (autoresearch.sh runs this)", file=sys.stderr)
     return 2
 
 

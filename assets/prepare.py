@@ -18,6 +18,7 @@ run's fingerprint, so runs with different settings are never compared.
 import argparse
 import contextlib
 import hashlib
+import io
 import json
 import math
 import os
@@ -86,11 +87,23 @@ class PrepareError(Exception):
 # Settings: the active profile comes from the prepared data's manifest
 # ---------------------------------------------------------------------------
 
+# The evaluator's checked copies of the prepared files (see check_prepared): path -> bytes, or None
+# for a file the manifest does not list (then treated as absent).
+_CHECKED = {}
+
+
+def _prepared_bytes(path):
+    """A prepared file's bytes: the evaluator's checked copy when it took one, else the file's."""
+    if path in _CHECKED:
+        return _CHECKED[path]
+    return path.read_bytes() if path.exists() else None
+
+
 def read_manifest(prepared_dir=None):
     path = Path(prepared_dir or PREPARED_DIR) / "manifest.json"
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
+        return json.loads(_prepared_bytes(path))
+    except (OSError, ValueError, TypeError):
         return None
 
 
@@ -404,11 +417,11 @@ class Tokenizer:
     @classmethod
     def from_directory(cls, directory=None):
         path = Path(directory or PREPARED_DIR) / "tokenizer.pkl"
-        if not path.exists():
+        raw = _prepared_bytes(path)
+        if raw is None:
             raise PrepareError(f"no tokenizer at {path}: run `python prepare.py` first "
                                "(offline: `python prepare.py --source synthetic --profile smoke`)")
-        with open(path, "rb") as f:
-            return cls(pickle.load(f))
+        return cls(pickle.loads(raw))
 
     def get_vocab_size(self):
         return self.enc.n_vocab
@@ -429,12 +442,13 @@ class Tokenizer:
 def get_token_bytes(device="cpu", variant="ours"):
     """UTF-8 bytes per token id. variant="karpathy": karpathy/autoresearch's count (the decoded
     token re-encoded, so an incomplete UTF-8 sequence counts as U+FFFD, 3 bytes)."""
-    if variant == "karpathy":
-        path = PREPARED_DIR / "token_bytes_karpathy.pt"
-        if not path.exists():
-            return karpathy_token_bytes(Tokenizer.from_directory().enc).to(device)
-        return torch.load(path, map_location=device)
-    return torch.load(PREPARED_DIR / "token_bytes.pt", map_location=device)
+    name = "token_bytes_karpathy.pt" if variant == "karpathy" else "token_bytes.pt"
+    raw = _prepared_bytes(PREPARED_DIR / name)
+    if raw is None and variant == "karpathy":   # prepared before the file existed
+        return karpathy_token_bytes(Tokenizer.from_directory().enc).to(device)
+    if raw is None:
+        raise PrepareError(f"no {PREPARED_DIR / name}: run `python prepare.py --force`")
+    return torch.load(io.BytesIO(raw), map_location=device)
 
 
 def karpathy_token_bytes(enc):
@@ -483,9 +497,73 @@ def load_split(split, prepared_dir=None):
     if manifest is None:
         raise PrepareError(f"no prepared data in {d}: run `python prepare.py` first "
                            "(offline: `python prepare.py --source synthetic --profile smoke`)")
-    tokens = np.memmap(d / f"{split}.bin", dtype=manifest["splits"][split]["dtype"], mode="r")
-    offsets = np.load(d / f"{split}.idx.npy")
-    return tokens, offsets
+    dtype = manifest["splits"][split]["dtype"]
+    if d / f"{split}.bin" in _CHECKED:   # the evaluator's checked copies (see check_prepared)
+        tokens, offsets = _CHECKED[d / f"{split}.bin"], _CHECKED.get(d / f"{split}.idx.npy")
+        if tokens is None or offsets is None:
+            raise PrepareError(f"the {split} split is not in {d}; {REDO}")
+        return np.frombuffer(tokens, dtype=dtype), np.load(io.BytesIO(offsets))
+    return np.memmap(d / f"{split}.bin", dtype=dtype, mode="r"), np.load(d / f"{split}.idx.npy")
+
+
+# ---------------------------------------------------------------------------
+# The evaluator's copy of what it scores with, checked against manifest.json
+# ---------------------------------------------------------------------------
+
+# What the evaluator reads: the splits it scores, the byte counts of the metric, the tokenizer.
+EVALUATED_FILES = ("val.bin", "val.idx.npy", "holdout.bin", "holdout.idx.npy", "token_bytes.pt",
+                   "token_bytes_karpathy.pt", "tokenizer.pkl")
+REDO = "rebuild it with `python prepare.py --force` (train.py must not write to the cache)"
+
+
+def file_sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_prepared(expected_manifest_sha=None, prepared_dir=None):
+    """Read every file the evaluator scores with into memory, each checked against the sha256
+    manifest.json records for it, and manifest.json against `expected_manifest_sha` (taken before
+    train.py started, where train.py cannot change it). From then on this process reads only these
+    copies, so a file rewritten later is not what gets scored either. Raises PrepareError on any
+    difference; returns a warning when the manifest is from a prepare.py without per-file sums."""
+    d = Path(prepared_dir or PREPARED_DIR)
+    path = d / "manifest.json"
+    raw = path.read_bytes() if path.exists() else None
+    now = hashlib.sha256(raw).hexdigest() if raw is not None else "none"
+    if expected_manifest_sha and now != expected_manifest_sha:
+        raise PrepareError(f"the prepared data changed: manifest.json is not what it was when training started; {REDO}")
+    if raw is None:
+        raise PrepareError(f"no prepared data in {d}: run `python prepare.py` first "
+                           "(offline: `python prepare.py --source synthetic --profile smoke`)")
+    try:
+        manifest = json.loads(raw)
+    except ValueError:
+        manifest = None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("files", {}), dict):
+        raise PrepareError(f"the prepared data is damaged: manifest.json is not a prepare.py manifest; {REDO}")
+    _CHECKED[path] = raw
+    if prepared_dir is None and manifest != MANIFEST:   # this process's settings came from another one
+        raise PrepareError(f"the prepared data changed: manifest.json changed as the evaluator started; {REDO}")
+    sums = manifest.get("files")
+    for name in EVALUATED_FILES:
+        file = d / name
+        if sums is not None and name not in sums:
+            _CHECKED[file] = None
+            continue
+        data = file.read_bytes() if file.exists() else None
+        if sums is not None and (data is None or hashlib.sha256(data).hexdigest() != sums[name]):
+            state = "is missing" if data is None else "is not what prepare.py wrote (sha256 differs from manifest.json)"
+            raise PrepareError(f"the prepared data changed: {name} {state}; {REDO}")
+        _CHECKED[file] = data
+    if sums is None:
+        return (f"the prepared data in {d} has no per-file checksums (a prepare.py before they were recorded): "
+                "the evaluator checks that manifest.json is unchanged, not the files it lists; "
+                "`python prepare.py --force` records them")
+    return None
 
 
 # ---------------------------------------------------------------------------
@@ -876,9 +954,11 @@ def prepare(source, profile, num_shards, workers, force=False):
             with open(scratch / f"{s}.bin", "rb") as f:
                 for block in iter(lambda: f.read(1 << 20), b""):
                     digest.update(block)
+        files = {p.name: file_sha256(p) for p in sorted(scratch.iterdir())}
         manifest = {"source": source, "synthetic": source == "synthetic", "profile": profile,
                     "overrides": overrides, "vocab_size": enc.n_vocab, "splits": splits,
-                    "data_sha": digest.hexdigest()[:16], "created": time.strftime("%Y-%m-%dT%H:%M:%S"), **extra}
+                    "data_sha": digest.hexdigest()[:16], "files": files,
+                    "created": time.strftime("%Y-%m-%dT%H:%M:%S"), **extra}
         (scratch / "manifest.json").write_text(json.dumps(manifest, indent=1))
         old = CACHE_DIR / f"prepared.old-{os.getpid()}"
         if PREPARED_DIR.exists():

@@ -4,7 +4,10 @@ Not to be written (per research repo, the folder holding autoresearch.jsonl):
 - the log itself and the fixed files named in its latest config header (prepare.py, the
   benchmark script...);
 - the engine's state: everything under `.autoresearch/` (current.json, session.json, the run
-  folders) and under the git directory's `autoresearch/` (the log's hash-chain tip and copy).
+  folders) and under the git directory's `autoresearch/` (the log's hash-chain tip and copy);
+- where git reads what it executes: the git directory's `config`, `info/attributes` and
+  `hooks/` (a hook or an fsmonitor or filter program planted there would run at the next git
+  command; the engine's own git runs none of them and restores them after each benchmark).
 
 Not to be read (HIDDEN_*: the holdout split, whose value the agent must never see):
 - the holdout split of the prepared data: prepare.py writes each split as <split>.bin and
@@ -37,6 +40,8 @@ HIDDEN_WORD = re.compile(r"holdout", re.IGNORECASE)
 
 STATE_DIRS = (hooklib.STATE_DIR,)
 GIT_STATE = "autoresearch"          # <git dir>/autoresearch: the chain's tip and the log's copy
+GIT_EXECUTES_FILES = ("config", os.path.join("info", "attributes"))   # <git dir>/...: what git runs
+GIT_EXECUTES_DIRS = ("hooks",)
 # Names under .autoresearch/ that a name pattern (find -name '*.json' -delete) could hit.
 STATE_NAMES = ("current.json", "session.json", "stop-hook.json", "lock", "runs", "report.html", "output.log",
                "steps.jsonl", "summary.json", "diagnosis.json", "diff.patch", "sample.txt", "checks.log")
@@ -131,8 +136,11 @@ class RepoFiles:
         self.dirs = {os.path.realpath(os.path.join(self.repo, d)): d + "/" for d in STATE_DIRS}
         gd = git_dir(self.repo)
         if gd:
-            self.dirs[os.path.realpath(os.path.join(gd, GIT_STATE))] = os.path.join(
-                os.path.relpath(gd, self.repo), GIT_STATE) + "/"
+            rel = os.path.relpath(gd, self.repo)
+            for name in (GIT_STATE,) + GIT_EXECUTES_DIRS:
+                self.dirs[os.path.realpath(os.path.join(gd, name))] = os.path.join(rel, name) + "/"
+            for name in GIT_EXECUTES_FILES:
+                self.files[os.path.realpath(os.path.join(gd, name))] = os.path.join(rel, name)
 
     def hit(self, real):
         """The protected name that writing or removing `real` touches, or None."""

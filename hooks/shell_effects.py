@@ -1267,7 +1267,9 @@ def _git_paths(args):
 def _git_lines(cwd, *argv):
     import subprocess   # imported here: most commands never ask git
     try:
-        proc = subprocess.run(["git", *argv], cwd=cwd, capture_output=True, text=True, timeout=10)
+        # as the engine's git (gitops.NEUTRAL): nothing the repository's config names is executed
+        proc = subprocess.run(["git", "-c", f"core.hooksPath={os.devnull}", "-c", "core.fsmonitor=false", *argv],
+                              cwd=cwd, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
     if proc.returncode != 0:

@@ -21,6 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from autoresearch import gitops
 from autoresearch.cli import Refused
 
 EXAMPLES = """\
@@ -280,7 +281,7 @@ def _quiet(repo, env, cmd, name):
 
 
 def _git(repo, *args):
-    subprocess.run(["git", *args], cwd=repo, check=True)
+    subprocess.run(gitops.command(*args), cwd=repo, check=True)
 
 
 def _step(number, text):

@@ -1,8 +1,20 @@
 """Git, through the `git` command: the few operations the engine needs, each one call.
 
-Everything runs with a fixed identity fallback and without hooks, so a commit made by the
-engine never depends on the user's git set-up (a pre-commit hook that rewrites files would
-make the measured code differ from the committed code).
+Everything runs with a fixed identity fallback and with what the repository's configuration
+would execute switched off (`NEUTRAL`, on every git command of the engine, here and in
+snapshot, pool, report, demo): the engine's commits never run repository hooks
+(`core.hooksPath` points at /dev/null, so no `pre-commit`, `post-commit`,
+`reference-transaction`, `post-checkout`, `post-index-change` ...), no `core.fsmonitor`
+program runs on an index refresh, nothing is signed (so no `gpg.program`), and diffs run
+without external diff drivers or textconv (`--no-ext-diff --no-textconv`). The benchmark
+runs as the user: without this, a hook or a config line it planted would run with the
+user's rights when the engine runs git after the run, outside any sandbox (and a pre-commit
+hook that rewrites files would make the measured code differ from the committed code).
+
+Clean/smudge filters stay on: a repository whose data is in git-lfs needs its smudge filter in
+the run's snapshot. A filter planted during a run is undone by the guard (integrity.py), which
+restores `.git/config`, `.git/info/attributes`, the hooks and the user's git config before the
+engine runs git again.
 """
 
 import os
@@ -14,6 +26,16 @@ from autoresearch import cli
 RUNS_REF = "refs/autoresearch/runs"
 LOCK_WAIT_S = 5.0
 FALLBACK_IDENTITY = ["-c", "user.name=autoresearch", "-c", "user.email=autoresearch@localhost"]
+# What git would otherwise execute from the repository's (or the user's) configuration. `-c`
+# outranks every config file, and git hands it on to the git processes it starts (gc --auto).
+NEUTRAL = ("-c", f"core.hooksPath={os.devnull}", "-c", "core.fsmonitor=false", "-c", "commit.gpgSign=false",
+           "-c", "tag.gpgSign=false", "-c", "log.showSignature=false")
+NO_DIFF_PROGRAMS = ("--no-ext-diff", "--no-textconv")
+
+
+def command(*args):
+    """The argv of one engine git command: `git`, NEUTRAL, then `args`."""
+    return ["git", *NEUTRAL, *args]
 
 
 class GitError(cli.Failed):
@@ -26,7 +48,7 @@ def git(repo, *args, check=True, input=None):
     env.setdefault("GIT_TERMINAL_PROMPT", "0")
     deadline = time.monotonic() + LOCK_WAIT_S
     while True:
-        proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True,
+        proc = subprocess.run(command(*args), cwd=repo, capture_output=True, text=True,
                               input=input, env=env)
         # A git command of an engine that was just killed may still hold the index lock:
         # wait for it to finish rather than fail (it finishes on its own within milliseconds).
@@ -53,7 +75,7 @@ def toplevel(path):
     if found is not None:
         return found
     try:
-        proc = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=path,
+        proc = subprocess.run(command("rev-parse", "--show-toplevel"), cwd=path,
                               capture_output=True, text=True)
     except FileNotFoundError:
         return None
@@ -143,13 +165,14 @@ def commit_all_staged(repo, message, paths, allow_empty=False):
 
 def changed_tracked(repo, base):
     """Tracked paths whose working-tree content differs from commit `base` (staged or not)."""
-    out = git(repo, "diff", "--name-only", "--no-renames", "-z", base, "--")
+    out = git(repo, "diff", *NO_DIFF_PROGRAMS, "--name-only", "--no-renames", "-z", base, "--")
     return [p for p in out.split("\0") if p]
 
 
 def changed_between(repo, a, b, *pathspecs):
     """Paths that differ between commits `a` and `b` (optionally limited to pathspecs)."""
-    out = git(repo, "diff", "--name-only", "--no-renames", "-z", a, b, "--", *pathspecs, check=False) or ""
+    out = git(repo, "diff", *NO_DIFF_PROGRAMS, "--name-only", "--no-renames", "-z", a, b, "--", *pathspecs,
+              check=False) or ""
     return [p for p in out.split("\0") if p]
 
 
@@ -225,7 +248,7 @@ def run_ref(repo, run, ref=None):
 
 def blob(repo, commit, path):
     """The bytes of `path` in `commit`, or None."""
-    proc = subprocess.run(["git", "cat-file", "blob", f"{commit}:{path}"], cwd=repo, capture_output=True)
+    proc = subprocess.run(command("cat-file", "blob", f"{commit}:{path}"), cwd=repo, capture_output=True)
     return proc.stdout if proc.returncode == 0 else None
 
 
@@ -258,11 +281,11 @@ def commit_of_run(repo, run, commit=None):
 
 def diff_patch(repo, commit):
     """The patch of `commit` against its parent (against the empty tree for a root commit)."""
-    return git(repo, "diff-tree", "-p", "--root", "--no-commit-id", "--no-color", "--no-ext-diff", commit) + "\n"
+    return git(repo, "diff-tree", "-p", "--root", "--no-commit-id", "--no-color", *NO_DIFF_PROGRAMS, commit) + "\n"
 
 
 def is_ancestor(repo, ancestor, descendant):
-    proc = subprocess.run(["git", "merge-base", "--is-ancestor", ancestor, descendant],
+    proc = subprocess.run(command("merge-base", "--is-ancestor", ancestor, descendant),
                           cwd=repo, capture_output=True)
     return proc.returncode == 0
 

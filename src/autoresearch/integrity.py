@@ -8,6 +8,12 @@ back is still seen. After the benchmark and the checks (`verify`) any difference
 `tampered`: never kept, whatever it measured. `restore` puts each thing back from the engine's
 own copy (bytes held in memory, git objects), and the record says what was changed.
 
+It also notes where git reads what it executes (gitsetup.py: `.git/config`, `.git/info/attributes`,
+the hooks folder with each hook's name and content, the user's git config): a hook or a filter
+planted there would run with the user's rights at the engine's next git command, outside any
+sandbox. `verify` checks these first and puts them back at once, before it asks git anything;
+the changed versions are kept aside in `.autoresearch/foreign/`.
+
 Where the sandbox works (sandbox.py) the benchmark cannot write these at all; this check is
 what holds everywhere else, and it also covers a benchmark that got around the sandbox.
 """
@@ -18,7 +24,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from autoresearch import chain, gitops
+from autoresearch import chain, gitops, gitsetup
 
 KEEP_BYTES = 64 << 20   # files up to this size are held in memory to restore them
 
@@ -32,30 +38,53 @@ class FileState:
     stamp: tuple = ()           # (inode, size, mtime_ns, ctime_ns, mode)
     data: object = None         # the bytes, when small enough to restore from memory
     restore: bool = True        # False: checked only (the snapshot's copies)
+    target: str = None          # a symlink's target
 
     @staticmethod
     def of(path, label, restore=True):
         try:
             st = os.lstat(path)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return FileState(path, label, False, restore=restore)
         data = None
         h = hashlib.sha256()
         if os.path.isfile(path) and not os.path.islink(path):
-            with open(path, "rb") as f:
-                if st.st_size <= KEEP_BYTES:
-                    data = f.read()
-                    h.update(data)
-                else:
-                    for block in iter(lambda: f.read(1 << 20), b""):
-                        h.update(block)
-        elif os.path.islink(path):
-            h.update(os.readlink(path).encode())
-        return FileState(path, label, True, h.hexdigest(), _stamp(st), data if restore else None, restore)
+            try:
+                with open(path, "rb") as f:
+                    if st.st_size <= KEEP_BYTES:
+                        data = f.read()
+                        h.update(data)
+                    else:
+                        for block in iter(lambda: f.read(1 << 20), b""):
+                            h.update(block)
+            except PermissionError:   # a file we may not read (/etc/gitconfig): its stamp still counts
+                h.update(b"unreadable")
+        target = os.readlink(path) if os.path.islink(path) else None
+        if target is not None:
+            h.update(target.encode("utf-8", "surrogateescape"))
+        return FileState(path, label, True, h.hexdigest(), _stamp(st), data if restore else None, restore, target)
 
 
 def _stamp(st):
     return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
+
+
+@dataclass
+class Folder:
+    """A folder whose entries git runs (hooks): which names it held; each file is a FileState."""
+    path: str
+    label: str
+    exists: bool
+    names: frozenset
+
+    @staticmethod
+    def of(path, label):
+        try:
+            return Folder(path, label, True, frozenset(os.listdir(path)))
+        except FileNotFoundError:
+            return Folder(path, label, False, frozenset())
+        except NotADirectoryError:
+            return Folder(path, label, False, frozenset())
 
 
 @dataclass
@@ -66,6 +95,11 @@ class Guard:
     branch: object              # "refs/heads/NAME", or None when HEAD was detached
     refs: dict                  # refname -> sha, for refs/autoresearch/ and the branch
     snapshot_files: list = field(default_factory=list)
+    git_files: list = field(default_factory=list)     # FileState: where git reads what it runs
+    git_folders: list = field(default_factory=list)   # Folder: the hooks
+
+
+GIT_FILE = "git setup"          # the label of each: "git setup .git/config", "git setup .git/hooks/post-commit"
 
 
 @dataclass
@@ -94,9 +128,73 @@ def record(repo, config, snapshot_dir=None):
         for name in config.fixed or {}:
             snap.append(FileState.of(os.path.join(snapshot_dir, name), f"fixed file {name} (in the run's snapshot)",
                                      restore=False))
+    git_files, git_folders = _record_git_setup(root)
     branch = gitops.branch_ref(root)
     refs = _refs_for(root, branch)
-    return Guard(root, files, _head(root, branch, refs), branch, refs, snap)
+    return Guard(root, files, _head(root, branch, refs), branch, refs, snap, git_files, git_folders)
+
+
+def _record_git_setup(root):
+    paths, folders = gitsetup.paths(root)
+    files = [FileState.of(p, f"{GIT_FILE} {gitsetup.label(root, p)}") for p in paths]
+    noted = []
+    for path in folders:
+        folder = Folder.of(path, f"{GIT_FILE} {gitsetup.label(root, path)}")
+        noted.append(folder)
+        files += [FileState.of(os.path.join(path, n), f"{folder.label}/{n}") for n in sorted(folder.names)]
+    return files, noted
+
+
+def check_git_setup(repo, guard):
+    """What changed where git reads what it runs; each put back at once (no git is started
+    here), the changed version kept aside. Returns a list of Change."""
+    changes = []
+    for before in guard.git_files:
+        how = _file_change(before, FileState.of(before.path, before.label))
+        if how:
+            changes.append(Change(before.label, how))
+    for folder in guard.git_folders:
+        now = Folder.of(folder.path, folder.label)
+        for name in sorted(now.names - folder.names):
+            changes.append(Change(f"{folder.label}/{name}", "created"))
+    by_label = {f.label: f for f in guard.git_files}
+    for change in changes:
+        try:
+            path = _path_of(guard, change.what)
+            _keep_aside(repo.root, path)
+            state = by_label.get(change.what)
+            if state is not None:
+                _restore_file(repo, state, None)
+            else:
+                _remove(path)
+            change.restored = True
+        except (OSError, ValueError):
+            pass   # said in the record as NOT restored
+    for folder in guard.git_folders:
+        if not folder.exists and os.path.isdir(folder.path) and not os.listdir(folder.path):
+            os.rmdir(folder.path)
+    return changes
+
+
+def _path_of(guard, label):
+    for f in guard.git_files:
+        if f.label == label:
+            return f.path
+    for folder in guard.git_folders:
+        if label.startswith(folder.label + "/"):
+            return os.path.join(folder.path, label[len(folder.label) + 1:])
+    raise ValueError(f"no path for {label}")
+
+
+def _keep_aside(root, path):
+    """A copy of what the benchmark wrote, for the person to look at (never read by the engine)."""
+    if not os.path.isfile(path) or os.path.islink(path):
+        return
+    name = path.strip(os.sep).replace(os.sep, "_")
+    aside = os.path.join(root, chain.FOREIGN, f"{name}.{time.strftime('%Y%m%d-%H%M%S')}.{os.getpid()}")
+    os.makedirs(os.path.dirname(aside), exist_ok=True)
+    with open(path, "rb") as src, open(aside, "wb") as dst:
+        dst.write(src.read(KEEP_BYTES))
 
 
 def _head(root, branch, refs):
@@ -108,8 +206,9 @@ def verify(repo, guard, current=None, state_copy=None):
     """What changed since `record` (a list of Change; empty when nothing did).
 
     `current` is the run-state the engine last wrote (a dict): .autoresearch/current.json and
-    the engine's copy of it (`state_copy`, a path) must still hold exactly that."""
-    changes = []
+    the engine's copy of it (`state_copy`, a path) must still hold exactly that. Where git
+    reads what it runs is checked (and put back) first, before any git command."""
+    changes = check_git_setup(repo, guard)
     for before in guard.files + guard.snapshot_files:
         how = _file_change(before, FileState.of(before.path, before.label, before.restore))
         if how:
@@ -165,6 +264,8 @@ def restore(repo, guard, changes, current=None, state_copy=None, measured_commit
     by_label = {f.label: f for f in guard.files}
     refs_changed = False
     for change in changes:
+        if change.restored:
+            continue   # put back by check_git_setup
         try:
             if change.what in by_label:
                 _restore_file(repo, by_label[change.what], measured_commit)
@@ -203,11 +304,14 @@ def _restore_file(repo, state, measured_commit):
             os.unlink(state.path)
         return
     data = state.data
-    if data is None:
+    if data is None and state.target is None:
         data = _fallback_bytes(repo, state, measured_commit)
-    if os.path.islink(state.path) or os.path.isdir(state.path):
+    if os.path.lexists(state.path) and (os.path.islink(state.path) or os.path.isdir(state.path)):
         _remove(state.path)
     os.makedirs(os.path.dirname(state.path), exist_ok=True)
+    if state.target is not None:
+        os.symlink(state.target, state.path)
+        return
     chain.write_atomic(state.path, data)
     os.chmod(state.path, state.stamp[4] & 0o7777)
 

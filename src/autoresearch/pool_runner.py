@@ -614,13 +614,13 @@ def _not_runnable(root, config, cand, commit):
 
 def _rebase(root, cand, parent):
     """The candidate's change applied on `parent` (a 3-way merge of its scope diff), or None."""
-    diff = gitops.git(root, "diff", "--binary", cand["parent"], cand["commit"], check=False)
+    diff = gitops.git(root, "diff", *gitops.NO_DIFF_PROGRAMS, "--binary", cand["parent"], cand["commit"], check=False)
     if diff is None:
         return None
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, GIT_INDEX_FILE=os.path.join(tmp, "index"))
         def g(*args, input=None):
-            p = subprocess.run(["git", *args], cwd=root, env=env, capture_output=True, text=True, input=input)
+            p = subprocess.run(gitops.command(*args), cwd=root, env=env, capture_output=True, text=True, input=input)
             return p.stdout.strip() if p.returncode == 0 else None
         if g("read-tree", parent) is None or g("apply", "--cached", "--3way", input=diff + "\n") is None:
             return None

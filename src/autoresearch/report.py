@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from autoresearch import cli, decide, runfiles
+from autoresearch import cli, decide, gitops, runfiles
 from autoresearch import log as arlog
 from autoresearch.files import write_atomic
 
@@ -561,7 +561,7 @@ def git_diffs(root, refs):
         return {}
     try:
         names = subprocess.run(
-            ["git", "for-each-ref", "--format=%(refname) %(objectname)", "refs/autoresearch/"],
+            gitops.command("for-each-ref", "--format=%(refname) %(objectname)", "refs/autoresearch/"),
             cwd=root, capture_output=True, text=True, timeout=30, check=True).stdout
     except (OSError, subprocess.SubprocessError):
         return {}
@@ -575,7 +575,7 @@ def git_diffs(root, refs):
         return {}
     try:
         out = subprocess.run(
-            ["git", "diff-tree", "--stdin", "-p", "--no-color", "--no-ext-diff", "--first-parent", "--root"],
+            gitops.command("diff-tree", "--stdin", "-p", "--no-color", *gitops.NO_DIFF_PROGRAMS, "--first-parent", "--root"),
             cwd=root, input=("\n".join(wanted) + "\n").encode(), capture_output=True, timeout=60, check=True).stdout
     except (OSError, subprocess.SubprocessError):
         return {}

@@ -22,6 +22,8 @@ import stat
 import subprocess
 from pathlib import Path
 
+from autoresearch import gitops
+
 NEVER_LINKED = (".git", "__pycache__")
 
 
@@ -30,7 +32,7 @@ class SnapshotError(RuntimeError):
 
 
 def _git(repo, *args, env=None, input=None):
-    proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, env=env, input=input)
+    proc = subprocess.run(gitops.command(*args), cwd=repo, capture_output=True, env=env, input=input)
     if proc.returncode != 0:
         raise SnapshotError(f"git {' '.join(args[:2])}: {proc.stderr.decode('utf-8', 'replace').strip()}")
     return proc.stdout

@@ -15,7 +15,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 
-from autoresearch import chain, runner, sandbox, snapshot
+from autoresearch import gitsetup, runner, sandbox, snapshot
 
 SNAPSHOTS = "snapshots"
 SWITCH = "AUTORESEARCH_SANDBOX"   # "off": detection alone (to debug a benchmark; the record says so)
@@ -76,7 +76,7 @@ def sandbox_name(ws):
 def _confine(repo, config, dest, run_dir, tmp):
     fixed = list(config.fixed or {})
     protected = [os.path.join(repo.root, f) for f in fixed] + [os.path.join(dest, f) for f in fixed]
-    protected += [repo.log] + _git_dirs(repo.root)
+    protected += [repo.log] + gitsetup.git_dirs(repo.root)
     closed = [repo.root, dest, repo.state, snapshots_dir(repo)]
     closed += [os.path.dirname(p) for p in protected if os.path.isfile(p)]
     for name in _listdir(repo.state):
@@ -86,20 +86,6 @@ def _confine(repo, config, dest, run_dir, tmp):
         if name != os.path.basename(dest):
             protected.append(os.path.join(snapshots_dir(repo), name))
     return sandbox.confine(protected, closed, [run_dir, tmp])
-
-
-def _git_dirs(root):
-    own = chain.git_dir(root)
-    if not own:
-        return []
-    dirs = [own]
-    try:
-        with open(os.path.join(own, "commondir"), encoding="utf-8") as f:
-            common = f.read().strip()
-        dirs.append(common if os.path.isabs(common) else os.path.normpath(os.path.join(own, common)))
-    except OSError:
-        pass
-    return dirs
 
 
 def _listdir(path):

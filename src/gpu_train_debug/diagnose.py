@@ -291,6 +291,7 @@ class _Diagnosis:
             "PERMISSION_DENIED": self._permission,
             "HUB_UNREACHABLE": self._hub,
             "DATA_CORRUPT": self._corrupt,
+            "DATA_CHANGED": self._data_changed,
             "HOST_OOM_KILLED": self._host_oom,
             "DIST_INIT_FAILED": self._nccl,
             "SEGFAULT": self._segfault,
@@ -568,6 +569,13 @@ class _Diagnosis:
         return "DATA", ["DATA_CORRUPT"], {}, (
             "A data file is truncated or corrupt (" + match.group(0)[:80] + "), usually an interrupted "
             "download. Delete it and download or prepare it again" + (f" with {step}." if step else "."))
+
+    def _data_changed(self, match):
+        what = self.log[match.end():].split("\n", 1)[0].split(";")[0].strip() or "a prepared file differs"
+        return "DATA", ["DATA_CHANGED"], {}, (
+            f"Run `python prepare.py --force` once you have undone what in train.py writes to the cache: "
+            f"the prepared data is not what prepare.py wrote ({what}), so the evaluator refused to score it, "
+            "and it refuses every run until the data is rebuilt.")
 
     def _host_oom(self, match):
         return "OOM", ["HOST_OOM_KILLED"], {}, (

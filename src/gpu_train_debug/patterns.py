@@ -134,6 +134,8 @@ SIGNATURES = [
         r"|Name or service not known|Max retries exceeded with url"),
      ('localentrynotfounderror', 'offlinemodeisenabled', 'cannot reach hugging face', "huggingface.co'",
       'name resolution', 'network is unreachable', 'service not known', 'max retries exceeded')),
+    # The template's evaluator: a prepared file differs from the sha256 manifest.json recorded.
+    ("DATA_CHANGED", "DATA", re.compile(r"the prepared data changed: "), ('the prepared data changed',)),
     ("DATA_CORRUPT", "DATA", re.compile(
         r"Parquet magic bytes not found|Parquet file size is 0 bytes|Couldn't deserialize thrift"
         r"|ArrowInvalid[^\n]*(?:corrupt|parquet|file)|file is corrupted|not a zip file|Unexpected end of file"

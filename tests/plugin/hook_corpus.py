@@ -178,6 +178,11 @@ WRITES = [
     "python3 -c \"import json; json.dump({'active': True}, open('.autoresearch/session.json', 'w'))\"",
     "rm -rf .git",
     "ln -sf /etc/passwd .autoresearch/runs/1/output.log",
+    # what git executes: hooks, fsmonitor, filters (the engine's git runs none, the user's would)
+    "printf '#!/bin/sh\\ntouch /tmp/x\\n' > .git/hooks/post-commit",
+    "cp train.py .git/hooks/reference-transaction",
+    "printf '[core]\\n\\tfsmonitor = ./x.sh\\n' >> .git/config",
+    "echo '* filter=evil' > .git/info/attributes",
     # formatters, permissions
     "black .",
     "ruff format .",
@@ -208,6 +213,8 @@ WRITES = [
 ]
 
 READS = [
+    "cat .git/config",
+    "ls -la .git/hooks",
     "sed -i 's/^OFFSET = .*/OFFSET = 0.5/' train.py",
     "cat prepare.py autoresearch.jsonl",
     "grep EVAL prepare.py > sub/found.txt",
