@@ -219,10 +219,13 @@ class _Diagnosis:
         verdict_at = self.log.rfind("\n", 0, span[0]) + 1 if span else len(self.log)
         for code, fam, match in found:
             line = self._line(match).strip()
-            if fam == family or code in codes or line == self.verdict.why or match.start() >= verdict_at:
+            if (fam == family or code in codes or line == self.verdict.why or match.start() >= verdict_at
+                    or patterns.on_warning_line(self.log, match)):
                 continue
-            self.inter["overruled_text"] = line[:200]
-            text += (f" The log also shows {line[:120]!r} ({code}), but that did not end the run: "
+            end = self.log.find("\n", match.start())
+            shown = self.log[match.start():len(self.log) if end < 0 else end].strip()   # not a prefix it carries
+            self.inter["overruled_text"] = shown[:200]
+            text += (f" The log also shows {shown[:120]!r} ({code}), but that did not end the run: "
                      "the benchmark's own verdict did.")
             break
         return family, codes, fix, text

@@ -106,6 +106,10 @@ REFUSALS = [
         "The saved model is for vocab {1} and context {2}, but the harness evaluates vocab {3}, context {4}",
         "build GPTConfig with vocab_size=tokenizer.get_vocab_size() and sequence_len=MAX_SEQ_LEN, both "
         "from prepare.py, not numbers of train.py's own"),
+    Refusal("TRAIN_PY_CHANGED", "CONFIG_INVALID", _EVAL, re.compile(r"train\.py changed while it ran"),
+        "train.py was rewritten while the run went on, so the evaluator refused to rebuild the model from it",
+        "take out what writes to train.py (or any file of the repo) during the run; the evaluator uses only "
+        "the train.py that trained"),
     Refusal("VAL_BPB_NONFINITE", "NAN_LOSS", _EVAL, re.compile(r"\bval_bpb is (-?nan|-?inf)\b"),
         "Training finished with a finite loss, but the final weights give val_bpb = {1}",
         "look for what the last edit does differently in model.eval() than in training: a `self.training` "

@@ -46,7 +46,7 @@ def test_evaluation_refused_after_a_fake_oom_in_training():
     result = diagnose(log, CONFIG, CRASH)
     assert (result["family"], result["codes"], result["fix"]) == ("CONFIG_INVALID", ["NO_FINAL_WEIGHTS"], {})
     assert result["intermediates"]["failed_stage"] == "the harness's evaluation"
-    assert result["intermediates"]["overruled_text"].startswith("torch.OutOfMemoryError")
+    assert result["intermediates"]["overruled_text"].startswith("OutOfMemoryError: CUDA out of memory")
     assert "did not end the run" in result["explanation"]
     # Without the script's line (the harness run by hand), its FAIL line, the log's last, still decides.
     assert run(train_out + eval_out)[1] == ["NO_FINAL_WEIGHTS"]

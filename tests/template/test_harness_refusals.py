@@ -113,6 +113,15 @@ def test_missing_weights_and_a_model_for_another_vocab(h, modules, tmp_path, mon
     assert "tokenizer.get_vocab_size()" in result["explanation"] and "MAX_SEQ_LEN" in result["explanation"]
 
 
+def test_a_train_py_rewritten_during_the_run(h, tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text("X = 1\n")
+    error = raised(lambda: h.load_train_module(str(path), expected_sha="0" * 64), h.HarnessError)
+    result = diagnosed(error)
+    assert (result["family"], result["codes"], result["fix"]) == ("CONFIG_INVALID", ["TRAIN_PY_CHANGED"], {})
+    assert "writes to train.py" in result["intermediates"]["fix_step"]
+
+
 def test_logits_of_the_wrong_shape(h, modules):
     vocab = modules[0].prepared_vocab_size()
     x = torch.zeros(2, 8, dtype=torch.long)
