@@ -1128,6 +1128,9 @@ def evaluate_run(definitions):
     print(f"profile:          {prepare.PROFILE}")
     print(f"overrides:        {','.join(f'{k}={v}' for k, v in prepare.OVERRIDES.items()) or 'none'}")
     print(f"fingerprint:      {prepare.PROFILE}-{prepare.settings_fingerprint()}")
+    # The same fingerprint as a number, so it reaches the engine as a METRIC: a run whose data
+    # or settings differ from its segment's baseline is not compared with it.
+    print(f"settings_fingerprint: {int(prepare.settings_fingerprint(), 16)}")
     sys.stdout.flush()
     summary.update(settings=prepare.settings(), fingerprint=prepare.settings_fingerprint(), eval_tokens=tokens,
                    run={k: info.get(k) for k in ("device", "dtype", "attention", "compile", "mfu_peak_known")},

@@ -143,6 +143,10 @@ def settings():
         "MAX_SEQ_LEN": MAX_SEQ_LEN, "TIME_BUDGET": TIME_BUDGET, "EVAL_TOKENS": EVAL_TOKENS,
         "VOCAB_SIZE": VOCAB_SIZE, "BUDGET_CLOCK": BUDGET_CLOCK, "source": m.get("source"), "synthetic": m.get("synthetic"),
         "data_sha": m.get("data_sha"),
+        # The sha256 of every prepared file (the evaluator checks the files against these), so
+        # data rewritten between runs, manifest and all, is another fingerprint.
+        "files_sha": hashlib.sha256(json.dumps(m.get("files"), sort_keys=True).encode()).hexdigest()[:16]
+        if m.get("files") is not None else None,
     }
 
 

@@ -37,7 +37,7 @@ def judge(config, runs, m, template, workdir, scope_lines=None, confirmed=False)
     record = replace(template, metric=m.found.get(config.metric_name), metrics=dict(m.found),
                      duration_s=round(m.duration_s, 3), exit_code=m.exit_code)
     v = Verdict(record)
-    failure = _failure(config, m)
+    failure = _failure(config, m) or _not_comparable(runs, m.found)
     if failure is None:
         v.decision = decide.decide(runs, record, decide.Rules.from_config(config), scope_lines,
                                    confirmed=confirmed)
@@ -82,6 +82,23 @@ def _failure(config, m):
         return "checks_failed", f"checks timed out after {c.timeout_s:g} s", "checks.log"
     if c is not None and not c.passed:
         return "checks_failed", f"checks failed ({exit_text(c.exit_code)})", "checks.log"
+    return None
+
+
+def _not_comparable(runs, found):
+    """A metric named `...fingerprint` is an identity, not a measurement (the ML template's
+    settings_fingerprint: its data, tokenizer and evaluation settings): a run that prints another
+    value than the segment's first run did measured something else. It is recorded with its
+    value (status checks_failed, never kept), not compared."""
+    for name, value in found.items():
+        if not name.endswith("fingerprint"):
+            continue
+        first = next((r.metrics[name] for r in runs if name in r.metrics), None)
+        if first is not None and value != first:
+            return ("checks_failed", f"not comparable: {name} is {value:.0f}, the segment's first run printed "
+                    f"{first:.0f} (its data or evaluation settings changed since); put them back as they were "
+                    "(e.g. rerun prepare.py with the baseline's settings) or start a new segment "
+                    "(`autoresearch init ...`)", "output.log")
     return None
 
 

@@ -122,6 +122,9 @@ def test_smoke_training_run_learns_and_reports(research_repo, modules, tmp_path)
 
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["val_bpb"] == pytest.approx(val_bpb, abs=1e-6)
+    # The settings fingerprint reaches the engine as a number (a segment's runs must agree on it).
+    assert metrics["settings_fingerprint"] == int(summary["fingerprint"], 16) > 0
+    assert summary["settings"]["files_sha"]   # the prepared files' sums are part of it
     assert summary["settings"]["profile"] == "smoke" and summary["settings"]["synthetic"] is True
     assert summary["settings"]["MAX_SEQ_LEN"] == 256
     sample = (run_dir / "sample.txt").read_text()
