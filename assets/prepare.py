@@ -41,7 +41,7 @@ import torch
 MAX_SEQ_LEN = 2048          # context length
 TIME_BUDGET = 300           # training seconds per experiment
 EVAL_TOKENS = 20971520      # 40 * 524288 validation tokens for val_bpb
-HOLDOUT_SHARE = 8           # the hidden holdout evaluates EVAL_TOKENS / HOLDOUT_SHARE tokens
+HOLDOUT_SHARE = 10          # the hidden holdout evaluates EVAL_TOKENS / HOLDOUT_SHARE tokens (<= 5% of the time outside the budget)
 HOLDOUT_EVERY = 50          # without a holdout shard: every 50th training document is held out
 VOCAB_SIZE = 8192           # BPE vocabulary, specials included
 

@@ -1248,10 +1248,46 @@ def _git(name, args, stdin, shell, effects, head):
         for path in plain:
             for value in inner.values(path):
                 _write(effects, inner, value, f"git {sub} of unknown paths")
+    elif sub == "config" and _config_writes(args):
+        where = _config_file(cwd, args)
+        if where is not None:
+            effects.writes.append(where)
     elif sub == "clean" and (_flag(options, "-x", "-X")):
         effects.writes.append(Somewhere(cwd, None, "git clean -x (removes ignored files: the log and the "
                                                    "engine's state are ignored files)"))
     return None
+
+
+CONFIG_READS = {"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--get-color", "--get-colorbool",
+                "-l", "--list", "--show-origin", "--show-scope", "--name-only"}
+CONFIG_WRITES = {"--add", "--unset", "--unset-all", "--replace-all", "--rename-section", "--remove-section",
+                 "-e", "--edit"}
+CONFIG_SUBCOMMANDS = {"set": True, "unset": True, "rename-section": True, "remove-section": True,
+                      "edit": True, "get": False, "list": False}   # git 2.46+: `git config set ...`
+
+
+def _config_writes(args):
+    """`git config ...` that changes a config file (not a lookup)."""
+    words = [a.text for a in args if isinstance(a, Token)]
+    flags = [w for w in words if w.startswith("-")]
+    plain = [w for w in words if not w.startswith("-")]
+    if plain and plain[0] in CONFIG_SUBCOMMANDS:
+        return CONFIG_SUBCOMMANDS[plain[0]]
+    if any(f in CONFIG_WRITES for f in flags):
+        return True
+    if any(f in CONFIG_READS for f in flags):
+        return False
+    return len(plain) >= 2   # `git config KEY VALUE` sets; `git config KEY` reads
+
+
+def _config_file(cwd, args):
+    """The file a writing `git config` changes when it is the repository's own (the one git runs
+    programs from: core.fsmonitor, core.hooksPath, filters); None for --global/--system/--file."""
+    words = {a.text for a in args if isinstance(a, Token)}
+    if words & {"--global", "--system", "--file", "-f", "--blob"}:
+        return None
+    lines = _git_lines(cwd, "rev-parse", "--absolute-git-dir")
+    return os.path.join(lines[0], "config") if lines else Somewhere(cwd, None, "git config (no repository found)")
 
 
 def _git_paths(args):
