@@ -181,12 +181,21 @@ def test_second_init_starts_a_new_segment(repo):
     assert [r.get("segment") for r in repo.records()] == [0, 0, 0, 1, 1, 1]
 
 
-def test_killed_mid_run_is_recorded_as_crash(repo):
+def _start_slow_run(repo, piped=True):
+    """A kept baseline, then `autoresearch run` of a 30-second benchmark in the background:
+    (the baseline's commit, the engine process)."""
     repo.experiment("1.0")
     best = repo.head()
     repo.set("sleep:30")
+    out = dict(stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) if piped else \
+        dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     engine = subprocess.Popen([sys.executable, "-m", "autoresearch", "run", "-q", "-m", "slow"],
-                              cwd=repo.root, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                              cwd=repo.root, env=_env(), **out)
+    return best, engine
+
+
+def test_killed_mid_run_is_recorded_as_crash(repo):
+    best, engine = _start_slow_run(repo, piped=False)
     child = _wait_for_child(repo)
     engine.kill()
     engine.wait()
@@ -202,12 +211,7 @@ def test_killed_mid_run_is_recorded_as_crash(repo):
 
 
 def test_sigterm_records_the_run(repo):
-    repo.experiment("1.0")
-    best = repo.head()
-    repo.set("sleep:30")
-    engine = subprocess.Popen([sys.executable, "-m", "autoresearch", "run", "-q", "-m", "slow"],
-                              cwd=repo.root, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True)
+    best, engine = _start_slow_run(repo)
     child = _wait_for_child(repo)
     engine.send_signal(signal.SIGTERM)
     out, err = engine.communicate(timeout=20)
@@ -221,12 +225,7 @@ def test_sigterm_records_the_run(repo):
 def test_signals_after_the_first_leave_the_record_whole(repo):
     """Ctrl-C, then Claude Code stopping its Bash tool, then more: the engine is already stopping,
     and nothing after the first signal cuts its record of the run short."""
-    repo.experiment("1.0")
-    best = repo.head()
-    repo.set("sleep:30")
-    engine = subprocess.Popen([sys.executable, "-m", "autoresearch", "run", "-q", "-m", "slow"],
-                              cwd=repo.root, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True)
+    best, engine = _start_slow_run(repo)
     child = _wait_for_child(repo)
     engine.send_signal(signal.SIGINT)
     deadline = time.monotonic() + 30
@@ -244,13 +243,8 @@ def test_signals_after_the_first_leave_the_record_whole(repo):
 def test_a_signal_while_the_run_is_prepared_stops_it_whole(repo):
     """A signal before the benchmark started (the commit, the snapshot): the run is recorded as an
     interrupted crash at once, its benchmark never runs, nothing is left for the next call."""
-    repo.experiment("1.0")
-    best = repo.head()
-    repo.set("sleep:30")
     current = repo.root / ".autoresearch/current.json"
-    engine = subprocess.Popen([sys.executable, "-m", "autoresearch", "run", "-q", "-m", "slow"],
-                              cwd=repo.root, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True)
+    best, engine = _start_slow_run(repo)
     deadline = time.monotonic() + 20
     while not current.exists() and engine.poll() is None and time.monotonic() < deadline:
         time.sleep(0.001)
