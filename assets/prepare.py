@@ -953,12 +953,9 @@ def prepare(source, profile, num_shards, workers, force=False):
             print(f"Warning: the validation split has {splits['val']['tokens']:,} tokens but EVAL_TOKENS is "
                   f"{eval_tokens:,}: evaluation reads it {eval_tokens / max(1, splits['val']['tokens']):.0f} times "
                   "over, so val_bpb is noisier than its size suggests; use a larger source")
-        digest = hashlib.sha256()
-        for s in ("train", "val", "holdout"):
-            with open(scratch / f"{s}.bin", "rb") as f:
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    digest.update(block)
         files = {p.name: file_sha256(p) for p in sorted(scratch.iterdir())}
+        # The three splits' identity, from their sums above (the split files are read once).
+        digest = hashlib.sha256("".join(files[f"{s}.bin"] for s in ("train", "val", "holdout")).encode())
         manifest = {"source": source, "synthetic": source == "synthetic", "profile": profile,
                     "overrides": overrides, "vocab_size": enc.n_vocab, "splits": splits,
                     "data_sha": digest.hexdigest()[:16], "files": files,
