@@ -3,7 +3,9 @@
 #   - Debian's chromium (headless) for the report tests,
 #   - the Claude Code CLI, pinned, into .tools/ for the plugin tests,
 #   - uv, pinned, into .tools/uv/ for the ML template's uv route (uv sync + uv run),
-#   - tmux, which `autoresearch night` starts itself in (tests/plugin/test_plugin_night.py).
+#   - tmux, which `autoresearch night` starts itself in (tests/plugin/test_plugin_night.py),
+#   - bubblewrap and socat, which Claude Code's Bash sandbox needs on Linux: `night` runs the agent
+#     in it (tests/plugin/test_agent_sandbox.py).
 # Tests that need them skip when they are missing, unless AUTORESEARCH_REQUIRE_ALL=1 (CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +31,17 @@ if ! command -v tmux >/dev/null 2>&1; then
   fi
 fi
 
+for tool in bwrap:bubblewrap socat:socat; do
+  if ! command -v "${tool%%:*}" >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${tool#*:}" >/dev/null
+    else
+      echo "install-test-tools: ${tool%%:*} is missing; install it with your package manager (Debian: apt-get install ${tool#*:})" >&2
+    fi
+  fi
+done
+
 if [ ! -x .tools/node_modules/.bin/claude ] || \
    [ "$(.tools/node_modules/.bin/claude --version 2>/dev/null | cut -d' ' -f1)" != "$CLAUDE_CODE_VERSION" ]; then
   mkdir -p .tools
@@ -38,4 +51,4 @@ if [ ! -x .tools/uv/bin/uv ] || [ "$(.tools/uv/bin/uv --version 2>/dev/null | cu
   rm -rf .tools/uv
   "$PYTHON" -m pip install -q --disable-pip-version-check --target .tools/uv "uv==$UV_VERSION"
 fi
-echo "install-test-tools: chromium $(chromium --version 2>/dev/null | awk '{print $2}'), claude $(.tools/node_modules/.bin/claude --version 2>/dev/null), $(tmux -V 2>/dev/null), $(.tools/uv/bin/uv --version 2>/dev/null)"
+echo "install-test-tools: chromium $(chromium --version 2>/dev/null | awk '{print $2}'), claude $(.tools/node_modules/.bin/claude --version 2>/dev/null), $(tmux -V 2>/dev/null), $(bwrap --version 2>/dev/null), socat $(socat -V 2>/dev/null | awk '/socat version/ {print $3}'), $(.tools/uv/bin/uv --version 2>/dev/null)"
