@@ -216,6 +216,25 @@ WRITES = [
     "echo $'a\\' #' > prepare.py",
 ]
 
+BYPASSES = [
+    # Found by an attacker (each one changed what decides when run), closed where the hook can see them:
+    # (command, what it changes: "file" prepare.py on disk, "git" what git reads as HEAD:prepare.py,
+    # "config" the repository's .git/config)
+    ("ln prepare.py p2 && echo 'EVAL = 0' > p2", "file"),                 # a hard link, then the link
+    ("ln -s prepare.py p3 && echo 'EVAL = 0' > p3", "file"),              # a symlink made in the same command
+    ("git replace -f $(git rev-parse HEAD:prepare.py) $(git hash-object -w train.py)", "git"),
+    ("git read-tree -u --reset other", "file"),
+    ("git read-tree other && git checkout-index -f -a", "file"),
+    ("git config -f .git/config core.fsmonitor ./x.sh", "config"),
+    ("git -c alias.f='!cp train.py prepare.py' f", "file"),
+    ("awk 'BEGIN { print \"EVAL = 0\" > \"prepare.py\" }'", "file"),
+    ("env -S 'rm prepare.py'", "file"),
+    ("rm -f prepar{e,X}.py", "file"),
+    ("f=prepXre.py; rm ${f/X/a}", "file"),
+    ("a=(prepare.py); rm \"${a[0]}\"", "file"),
+]
+WRITES += [command for command, _ in BYPASSES]
+
 READS = [
     "cat .git/config",
     "ls -la .git/hooks",

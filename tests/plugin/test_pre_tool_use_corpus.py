@@ -142,3 +142,22 @@ def test_the_hook_runs_for_every_tool_it_judges():
 def test_the_log_cache_key_is_not_read(repo):
     assert "secret" in call(repo, "Read", file_path=".git/autoresearch/cache.key")
     assert "secret" in call(repo, "Bash", command="cat .git/autoresearch/cache.key")
+
+
+@pytest.mark.parametrize("command,changes", hook_corpus.BYPASSES)
+def test_each_closed_bypass_really_changes_what_decides(repo, tmp_path, command, changes):
+    """Run for real in a copy of the repo: the command does change the fixed file, what git reads
+    as it, or the repository's config, so the hook's refusal stands for a real attack."""
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-a", str(repo), str(copy)], check=True)
+
+    def seen():
+        if changes == "file":
+            return (copy / "prepare.py").read_bytes() if (copy / "prepare.py").exists() else None
+        if changes == "git":
+            return subprocess.run(["git", "show", "HEAD:prepare.py"], cwd=copy, capture_output=True).stdout
+        return (copy / ".git" / "config").read_bytes()
+
+    before = seen()
+    subprocess.run(["bash", "-c", command], cwd=copy, capture_output=True, timeout=30)
+    assert seen() != before, command
