@@ -355,6 +355,17 @@ READS = [
     "echo a # $(rm prepare.py)",
     "echo $(echo a)#' > prepare.py'",
     "d=$(mktemp -d) && cp prepare.py \"$d/\" && sed -i 's/a/b/' \"$d/prepare.py\"",
+    # next to the closed bypasses: the same tools, on nothing protected
+    "git replace -l",
+    "git symbolic-ref HEAD",
+    "git -c alias.st=status st",
+    "git -c alias.l='!git log --oneline -3' l",
+    "env -S 'ls -la'",
+    "ln train.py sub/train_link.py",
+    "ln -s ../train.py sub/t.py && echo x > sub/t.py",
+    "echo x > sub/{a,b}.txt",
+    "f=notes.txt; cat sub/${f/notes/notes}",
+    "awk '{ print > \"sub/out.txt\" }' train.py",
 ]
 
 
