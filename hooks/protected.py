@@ -49,7 +49,7 @@ WRITE_HINT = re.compile(r"\b(write|writelines|write_text|write_bytes|unlink|remo
                         r"truncate|copy|copy2|copyfile|copyfileobj|move|symlink|link|chmod|system|popen|"
                         r"subprocess|spawn|exec|execSync|writeFile|writeFileSync|appendFile|rmSync|unlinkSync|"
                         r"open\s*\([^)]*['\"][^'\"]*[wax+][^'\"]*['\"]|dump|save|savetxt|tofile|print\s*\{|"
-                        r"File\.write|IO\.write|FileUtils|>)\b|['\"][wax]b?\+?['\"]|['\"]r\+['\"]|>\s*\$|"
+                        r"File\.write|IO\.write|FileUtils|>)\b|['\"][wax]b?\+?['\"]|['\"]r\+['\"]|>\s*\$|>>?\s*['\"]|"
                         r"open\s*\(\s*[A-Z_]+\s*,\s*['\"]?[>+]")
 
 

@@ -321,6 +321,37 @@ def substitutions(text):
     return found
 
 
+# ${NAME<op>...} other than a plain ${NAME}, and ${NAME[...]} (arrays): values the hook does not compute.
+MODIFIED = re.compile(r"\$\{(?:[!#]?[A-Za-z_][A-Za-z0-9_]*(?:\[[^]]*\]|[:#%/^,@][^}]*)|[!#][^}]*)\}")
+BRACES = re.compile(r"\{[^{}]*(?:,|\.\.)[^{}]*\}")
+
+
+def braces(text, limit=64):
+    """bash's brace expansion of an unquoted word: `a{b,c}d` -> abd acd, `{1..3}` -> 1 2 3."""
+    match = BRACES.search(text)
+    if not match:
+        return [text]
+    body = match.group(0)[1:-1]
+    if ".." in body and "," not in body:
+        lo, _, hi = body.partition("..")
+        if lo.lstrip("-").isdigit() and hi.lstrip("-").isdigit():
+            step = 1 if int(hi) >= int(lo) else -1
+            parts = [str(i) for i in range(int(lo), int(hi) + step, step)][:limit]
+        elif len(lo) == 1 and len(hi) == 1:
+            step = 1 if ord(hi) >= ord(lo) else -1
+            parts = [chr(i) for i in range(ord(lo), ord(hi) + step, step)][:limit]
+        else:
+            parts = [match.group(0)]
+    else:
+        parts = body.split(",")
+    out = []
+    for part in parts:
+        out += braces(text[:match.start()] + part + text[match.end():], limit)
+        if len(out) >= limit:
+            break
+    return out[:limit]
+
+
 VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?:[:#%/^,@][^}]*)?\}|([A-Za-z_][A-Za-z0-9_]*)|([0-9@*#?$!-]))")
 
 
@@ -331,6 +362,7 @@ class Shell:
         self.cwd = cwd
         self.vars = dict(variables or {})
         self.depth = depth
+        self.links = {}    # symbolic links made earlier in this command: link -> target
 
     def values(self, token):
         """The possible values of a word: several for a `for` variable, UNKNOWN when not knowable."""
@@ -345,7 +377,11 @@ class Shell:
             return [FRESH]   # mktemp only ever makes a new file
         if inner or ("$(" in text) or ("`" in text):
             return [UNKNOWN]
-        results = [text]
+        if MODIFIED.search(text):
+            return [UNKNOWN]   # ${f/X/a}, ${a[0]}, ${f:0:3}, ${!p}: bash computes the name
+        if token.quoted and BRACES.search(text):
+            return [UNKNOWN]   # part quoted, part expanded: not worth following
+        results = braces(text)
         for _ in range(4):   # a value holding another $VAR
             expanded = []
             for value in results:
@@ -361,7 +397,7 @@ class Shell:
                     return [UNKNOWN]   # NAME=$(cmd) and the like: the output is not knowable
                 expanded += [value[:match.start()] + k + value[match.end():] for k in known]
             results = expanded
-        if any(VARIABLE.search(v) for v in results):
+        if any(VARIABLE.search(v) or "${" in v for v in results):
             return [UNKNOWN]
         return [os.path.expanduser(v) if v.startswith("~") else v for v in results]
 
@@ -598,7 +634,10 @@ def _write(effects, shell, value, why, pattern=None):
         effects.writes.append(Somewhere(os.path.dirname(full) or shell.cwd, os.path.basename(full),
                                         f"files matching {value}"))
     else:
-        effects.writes.append(shell.path(value))
+        path = shell.path(value)
+        effects.writes.append(path)
+        if path in shell.links:
+            effects.writes.append(shell.links[path])
 
 
 def _read_small(path):
@@ -641,7 +680,18 @@ def _strip_prefixes(words, shell, effects):
                 shell.cwd = shell.path(rest[1].text)
             if name == "env" and _is_assignment(flag):
                 _assign(rest[0], shell)
+            split = _env_split(flag, rest) if name == "env" else None
+            if split is not None:
+                try:
+                    words = [Token(w) for w in shlex.split(split[0])] + split[1]
+                except ValueError:
+                    effects.writes.append(Somewhere(shell.cwd, None, "env -S with a string the hook cannot split"))
+                    return []
+                rest = None
+                break
             rest = rest[2:] if flag in takes else rest[1:]
+        if rest is None:      # env -S: its string is the command now
+            continue
         if name == "timeout" and rest:
             rest = rest[1:]   # the duration
         if name == "flock" and rest:
@@ -650,6 +700,17 @@ def _strip_prefixes(words, shell, effects):
             rest = rest[1:]
         words = rest
     return words
+
+
+def _env_split(flag, rest):
+    """(the string, the words after it) of `env -S STRING` / `--split-string=STRING`, else None."""
+    if flag in ("-S", "--split-string") and len(rest) > 1 and isinstance(rest[1], Token):
+        return rest[1].text, rest[2:]
+    if flag.startswith("--split-string="):
+        return flag.split("=", 1)[1], rest[1:]
+    if flag.startswith("-S") and len(flag) > 2:
+        return flag[2:], rest[1:]
+    return None
 
 
 def _after_options(words, takes):
@@ -809,7 +870,30 @@ def _copiers(name, args, stdin, shell, effects, head):
                     _write(effects, shell, dest_value, "")
                 if name == "mv":
                     _write(effects, shell, value, "mv of an unknown file")
+    if name == "ln":
+        _links(sources, dest, into, options, shell, effects)
     return None
+
+
+def _links(sources, dest, into, options, shell, effects):
+    """A hard link to a file shares its content: making one counts as writing the file. A symbolic
+    link made in this command is remembered, so a later write through it in the same command
+    counts as a write of its target (the hook cannot resolve a link that does not exist yet)."""
+    symbolic = _flag(options, "-s", "--symbolic")
+    for source in sources:
+        for value in shell.values(source):
+            if isinstance(value, Unknown):
+                continue
+            for dest_value in shell.values(dest):
+                if isinstance(dest_value, Unknown):
+                    continue
+                link = shell.path(os.path.join(dest_value, os.path.basename(value)) if into else dest_value)
+                target = os.path.normpath(os.path.join(os.path.dirname(link), value)) if symbolic \
+                    else shell.path(value)
+                if symbolic:
+                    shell.links[link] = target
+                else:
+                    effects.writes.append(target)
 
 
 def _is_dir(shell, token):
@@ -1193,16 +1277,32 @@ def make_recipes(text, targets):
 
 
 def _git(name, args, stdin, shell, effects, head):
-    rest, cwd = list(args), shell.cwd
+    rest, cwd, aliases = list(args), shell.cwd, []
     while rest and isinstance(rest[0], Token) and rest[0].text.startswith("-"):
         flag = rest[0].text
         if flag == "-C" and len(rest) > 1:
             cwd = os.path.normpath(os.path.join(cwd, rest[1].text))
+        if flag == "-c" and len(rest) > 1 and isinstance(rest[1], Token):
+            key, _, value = rest[1].text.partition("=")
+            if key.lower().startswith("alias.") and value.lstrip().startswith("!"):
+                aliases.append(value.lstrip()[1:])
         rest = rest[2:] if flag in OPTIONS_WITH_VALUE["git"] else rest[1:]
+    inner = Shell(cwd, shell.vars, shell.depth + 1)
+    for body in aliases:   # `git -c alias.f='!cmd' f`: git runs cmd with the shell
+        if shell.depth >= MAX_DEPTH:
+            effects.writes.append(Somewhere(cwd, None, "a git alias nested too deep to read"))
+        else:
+            analyse(body, cwd, effects, inner)
     if not rest:
         return None
     sub, args = rest[0].text, rest[1:]
     inner = Shell(cwd, shell.vars, shell.depth)
+    redirect = GIT_REDIRECTS.get(sub)
+    if redirect and not _git_lists_only(sub, args):
+        # git reads what these change everywhere (the engine's snapshot included), or they write
+        # files from a tree the hook does not follow: any protected file there counts as written.
+        effects.writes.append(Somewhere(_git_top(cwd) or cwd, None, redirect))
+        return None
     operands, options = _operands(args, {"-b", "-B", "--source", "-s", "-m", "--orphan", "-c", "-C",
                                          "--conflict", "-p", "--directory", "--exclude", "--include", "-x"})
     plain = [o for o in operands if isinstance(o, Token)]
@@ -1249,13 +1349,35 @@ def _git(name, args, stdin, shell, effects, head):
             for value in inner.values(path):
                 _write(effects, inner, value, f"git {sub} of unknown paths")
     elif sub == "config" and _config_writes(args):
-        where = _config_file(cwd, args)
+        where = _config_file(cwd, args, inner)
         if where is not None:
             effects.writes.append(where)
     elif sub == "clean" and (_flag(options, "-x", "-X")):
         effects.writes.append(Somewhere(cwd, None, "git clean -x (removes ignored files: the log and the "
                                                    "engine's state are ignored files)"))
     return None
+
+
+GIT_REDIRECTS = {
+    "replace": "git replace (every later read of that object, the engine's snapshot included, sees another one)",
+    "read-tree": "git read-tree (the index, and with -u the files, from another tree)",
+    "checkout-index": "git checkout-index (files written from the index)",
+    "update-ref": "git update-ref (moves a ref the engine reads)",
+    "symbolic-ref": "git symbolic-ref (moves HEAD)",
+    "filter-branch": "git filter-branch (rewrites history and files)",
+    "update-index": "git update-index (what the index says the files are)",
+}
+
+
+def _git_lists_only(sub, args):
+    """`git replace -l`, `git symbolic-ref HEAD`: lookups that change nothing."""
+    words = [a.text for a in args if isinstance(a, Token)]
+    if sub == "replace":
+        return not words or bool(set(words) & {"-l", "--list"})
+    if sub == "symbolic-ref":
+        plain = [w for w in words if not w.startswith("-")]
+        return len(plain) < 2 and "-d" not in words and "--delete" not in words
+    return False
 
 
 CONFIG_READS = {"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--get-color", "--get-colorbool",
@@ -1280,11 +1402,16 @@ def _config_writes(args):
     return len(plain) >= 2   # `git config KEY VALUE` sets; `git config KEY` reads
 
 
-def _config_file(cwd, args):
-    """The file a writing `git config` changes when it is the repository's own (the one git runs
-    programs from: core.fsmonitor, core.hooksPath, filters); None for --global/--system/--file."""
-    words = {a.text for a in args if isinstance(a, Token)}
-    if words & {"--global", "--system", "--file", "-f", "--blob"}:
+def _config_file(cwd, args, shell):
+    """The file a writing `git config` changes: `--file`'s, or the repository's own (the one git
+    runs programs from: core.fsmonitor, core.hooksPath, filters); None for --global/--system."""
+    words = [a.text for a in args if isinstance(a, Token)]
+    for i, word in enumerate(words):
+        if word in ("--file", "-f") and i + 1 < len(words):
+            return shell.path(os.path.expanduser(words[i + 1]))
+        if word.startswith("--file="):
+            return shell.path(os.path.expanduser(word.split("=", 1)[1]))
+    if set(words) & {"--global", "--system", "--blob"}:
         return None
     lines = _git_lines(cwd, "rev-parse", "--absolute-git-dir")
     return os.path.join(lines[0], "config") if lines else Somewhere(cwd, None, "git config (no repository found)")

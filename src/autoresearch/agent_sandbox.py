@@ -69,7 +69,7 @@ def protected_paths(root, fixed):
     root = Path(root).resolve()
     cache = data_cache().expanduser().resolve()
     deny_write = [*map(str, _git_dirs(root)), str(root / "autoresearch.jsonl"), str(root / ".autoresearch"),
-                  str(root / ".claude"), *(str(root / name) for name in fixed),
+                  str(root / ".claude"), *(str(root / name) for name in sorted(fixed)),
                   str(cache), str(state_folder().expanduser().resolve()),
                   str(Path.home().resolve() / ".claude")]
     deny_read = [str(cache / "holdout*"), str(cache / "*" / "holdout*"),
@@ -187,8 +187,7 @@ def mode_line(problem=None, *, checked=True):
     if not checked:
         problem = agent_sandbox_problem()
     if problem is None:
-        return ("agent sandbox: on (Claude Code's Bash sandbox; the engine is the one command run outside it; "
-                "references/trust-boundary.md)")
+        return "agent sandbox: on (Claude Code's Bash sandbox; references/trust-boundary.md)"
     return (f"agent sandbox: unavailable ({problem}); `night` refuses to start without it, "
             "`night --no-agent-sandbox` runs with the PreToolUse hook as the only guard")
 
@@ -200,7 +199,7 @@ def agent_session(root=None):
 
     The Bash tool's commands carry CLAUDECODE=1 and the session's id in their environment; a command
     can drop them (`env -u`), so the process's ancestors are asked too: the shell Claude Code
-    started still carries them. A Claude Code session elsewhere (a developer running the tests
+    started still carries them, and Claude Code itself is one of them. A Claude Code session elsewhere (a developer running the tests
     from another checkout) does not count: its folder must hold `root` or lie inside it.
     """
     if any(os.environ.get(name) for name in SESSION_MARKERS):
@@ -218,10 +217,20 @@ def _claude_ancestor(root):
             stat = Path(f"/proc/{pid}/stat").read_text()
         except OSError:
             return None
-        if any(entry.startswith(b"CLAUDECODE=1") for entry in environ) and _overlaps(pid, root):
+        if (any(entry.startswith(b"CLAUDECODE=1") for entry in environ) or _is_claude(pid)) and _overlaps(pid, root):
             return pid
         pid = int(stat.rsplit(")", 1)[1].split()[1])
     return None
+
+
+def _is_claude(pid):
+    """Claude Code itself (the native binary, or node running the npm package's script)."""
+    try:
+        exe = os.path.basename(os.path.realpath(f"/proc/{pid}/exe"))
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return exe in ("claude", "claude.exe") or any(b"@anthropic-ai/claude-code" in a for a in argv[:2])
 
 
 def _overlaps(pid, root):
@@ -233,6 +242,15 @@ def _overlaps(pid, root):
         return True
     root = Path(root).resolve()
     return folder == root or folder in root.parents or root in folder.parents
+
+
+def repo_root_guess(start=None):
+    """The nearest folder holding `.git` (no git call: this runs before every command), or None."""
+    here = Path(start or os.getcwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / ".git").exists():
+            return folder
+    return None
 
 
 def refusal(command, args, has_log):

@@ -109,11 +109,13 @@ def _main(argv, as_json):
     try:
         _check_text(argv)
         # The top level has only flags without values, so the first word is the command.
-        parser = build_parser(next((a for a in argv if not a.startswith("-")), None))
+        command = next((a for a in argv if not a.startswith("-")), None)
+        parser = build_parser(command)
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):
             parser.print_help(sys.stderr)
             return _fail(as_json, EXIT_USAGE, "usage", "no command given (see `autoresearch --help`)")
+        _refuse_from_agent(command, args)
         return args.func(args)
     except Refused as exc:
         print(f"autoresearch: refused: {exc}", file=sys.stderr)
@@ -147,6 +149,17 @@ def _main(argv, as_json):
                    "(with the command) at the autoresearch issue tracker")
         print(f"autoresearch: {message}", file=sys.stderr)
         return _fail(as_json, 1, "internal", message)
+
+
+def _refuse_from_agent(command, args):
+    """The engine is the one command the agent's sandbox lets out: from Claude Code's session it
+    runs only what cannot change what decides (references/trust-boundary.md)."""
+    from autoresearch import agent_sandbox   # noqa: PLC0415 - the loop's own commands never need it
+    root = agent_sandbox.repo_root_guess()
+    # (`command`, not args.command: init's --command option shares that name)
+    why = agent_sandbox.refusal(command, args, has_log=root is not None and (root / "autoresearch.jsonl").exists())
+    if why and agent_sandbox.agent_session(root):
+        raise Refused(why)
 
 
 STORAGE_ERRNOS = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is used up",

@@ -10,7 +10,7 @@ import argparse
 import os
 import shutil
 
-from autoresearch import cli, decide, gitops, log, metrics, output, recovery, research, state
+from autoresearch import agent_sandbox, cli, decide, gitops, log, metrics, output, recovery, research, state
 from autoresearch.research import now_ms
 
 ML_DEFAULTS = {
@@ -159,9 +159,11 @@ def _init_in(repo, args):
         log.append(repo.log, header)
         state.write_session(repo, active=True, owner_session=header.owner_session, segment=segment,
                             started=header.timestamp, stopped=None)
+        agent_settings = agent_sandbox.write_project_settings(repo.root, header.fixed)
     finally:
         lock.release()
-    text = _summary(header, copied, committed, segment)
+    text = _summary(header, copied, committed, segment) + "\n  " + agent_sandbox.mode_line(checked=False) + \
+        f"\n  Claude Code settings for the agent: {repo.rel(str(agent_settings))} (sessions started from now on)"
     dirty = [p for p in gitops.changed_tracked(repo.root, "HEAD") if not research.in_scope(p, settings["scope"])]
     if dirty:
         output.warn(f"files outside the scope have uncommitted changes ({', '.join(dirty[:5])}); "
@@ -367,7 +369,8 @@ def _summary(h, copied, committed, segment):
                      "of its budget is stopped and discarded")
     if h.template == "ml":
         lines.append("next: prepare data and size the baseline (program.md): `uv sync && uv run prepare.py && "
-                     "uv run prepare.py --fit-baseline`, then `autoresearch run --baseline -m \"baseline\"`")
+                     "uv run prepare.py --fit-baseline` in your own terminal (or with `!` in Claude Code: the "
+                     "agent's sandbox has no network and no GPU), then `autoresearch run --baseline -m \"baseline\"`")
     else:
         lines.append('next: autoresearch run -m "baseline"')
     return "\n".join(lines)

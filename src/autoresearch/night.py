@@ -32,7 +32,7 @@ import threading
 import time
 import uuid
 
-from autoresearch import cli, ledger, night_log, output, research, state
+from autoresearch import agent_sandbox, cli, ledger, night_log, output, research, state
 from autoresearch.research import now_ms
 
 MAX_BACKOFF_S = 1800.0
@@ -77,6 +77,9 @@ def add_parsers(sub):
                    help="seconds to wait before the first resume (default %(default)g; doubles after each exit "
                         f"without a new run, up to {MAX_BACKOFF_S:g})")
     p.add_argument("--prompt", metavar="TEXT", help="the first prompt (default: start or continue the loop)")
+    p.add_argument("--no-agent-sandbox", action="store_true",
+                   help="run without Claude Code's Bash sandbox where it cannot start (the PreToolUse hook is "
+                        "then the only guard on the agent's side; references/trust-boundary.md)")
     p.add_argument("claude_args", nargs=argparse.REMAINDER, metavar="-- CLAUDE_ARGS",
                    help="more arguments for `claude`, after --")
     p.set_defaults(func=cmd_night)
@@ -103,6 +106,11 @@ def cmd_night(args):
     if claude is None:
         raise cli.Refused("`claude` (Claude Code) is not on PATH; install it (`npm install -g "
                           "@anthropic-ai/claude-code`) or add its folder to PATH, then run `autoresearch night` again")
+    problem = agent_sandbox.agent_sandbox_problem()
+    if problem and not args.no_agent_sandbox:
+        raise cli.Refused(f"{problem}. `night` runs the agent in Claude Code's Bash sandbox; or start it with "
+                          "`autoresearch night --no-agent-sandbox` (the PreToolUse hook is then the only guard "
+                          "on the agent's side)")
     if state.is_locked(_lock_path(repo)):
         raise cli.Refused(f"a night is already running in {repo.root} (see {repo.rel(night_log.path(repo))}); "
                           "`autoresearch stop` ends it")
@@ -183,7 +191,8 @@ def _start_in_tmux(repo, args, extra):
     name = tmux_name(repo)
     if subprocess.run([tmux, "has-session", "-t", f"={name}"], capture_output=True).returncode == 0:
         raise cli.Refused(f"tmux session {name} exists already; attach with `tmux attach -t {name}` or end it")
-    argv = [sys.executable, "-m", "autoresearch", "night", "--foreground", "--backoff", f"{args.backoff:g}"]
+    argv = [sys.executable, "-m", "autoresearch", "night", "--foreground", "--backoff", f"{args.backoff:g}",
+            *(["--no-agent-sandbox"] if args.no_agent_sandbox else [])]
     for flag, value in (("--hours", args.hours), ("--max-cost", args.max_cost),
                         ("--max-gpu-hours", args.max_gpu_hours), ("--prompt", args.prompt)):
         if value is not None:
@@ -265,6 +274,12 @@ class Night:
                          limits=self._limits(), runs=status["total_runs"], args=self.extra)
         self._say(f"night {self.id}: Claude Code session {self.session} owns the research session; "
                   f"{self._budget_text(status)}")
+        if self.args.no_agent_sandbox:
+            output.warn("the agent runs WITHOUT Claude Code's Bash sandbox (--no-agent-sandbox): the PreToolUse "
+                        "hook is the only guard on the agent's side, and it cannot see what a program does "
+                        "(references/hooks.md)")
+        else:
+            self._say(agent_sandbox.mode_line(None))
         prompt = self.args.prompt or (START_PROMPT if status["runs"] == 0 else CONTINUE_PROMPT)
         failures, resumes = 0, 0
         while True:
@@ -368,7 +383,16 @@ class Night:
     def command(self, prompt, resume):
         return [self.claude, "-p", prompt, *(("--resume", self.session) if resume else ("--session-id", self.session)),
                 "--permission-mode", "acceptEdits", "--allowedTools", *ALLOWED_TOOLS,
-                "--output-format", "stream-json", "--verbose", *self.extra]
+                *self._sandbox_settings(), "--output-format", "stream-json", "--verbose", *self.extra]
+
+    def _sandbox_settings(self):
+        """The boundary, from the log's config as it is now, passed on the command line: settings
+        given there outrank every settings file in the repo (references/trust-boundary.md)."""
+        if self.args.no_agent_sandbox:
+            return []
+        _, config, _, _ = research.load(self.repo, warn=lambda m: None)
+        fixed = list(getattr(config, "fixed", None) or [])
+        return ["--settings", json.dumps(agent_sandbox.settings_for(self.repo.root, fixed))]
 
     def _claude(self, prompt, resume):
         os.makedirs(self.stream_dir, exist_ok=True)

@@ -479,7 +479,17 @@ def cmd_status(args):
     repo = research.find()
     _recover_if_needed(repo)
     status = compute(repo, warn=output.warn)
-    output.emit(args, status_text(status), status)
+    # Which mode the agent's side runs in (asked here, not in compute: hooks call that often).
+    from autoresearch import agent_sandbox  # noqa: PLC0415
+    problem = agent_sandbox.agent_sandbox_problem()
+    fixed = status.get("fixed") or []
+    status["agent_sandbox"] = {"available": problem is None, "problem": problem,
+                               "settings_current": agent_sandbox.project_settings_current(repo.root, fixed)}
+    text = status_text(status) + "\n" + agent_sandbox.mode_line(problem)
+    if problem is None and not status["agent_sandbox"]["settings_current"]:
+        text += (f"\n  {agent_sandbox.SETTINGS_FILE} does not hold the boundary for today's fixed files: a plain "
+                 "Claude Code session here is not sandboxed as it should be (`night` passes its own settings)")
+    output.emit(args, text, status)
     return cli.EXIT_OK
 
 
