@@ -253,18 +253,21 @@ def repo_root_guess(start=None):
     return None
 
 
-def refusal(command, args, has_log):
-    """Why the engine will not run `command` for the agent's session, or None."""
-    if command == "init" and not has_log:
-        return None     # the first set-up: nothing decided yet, and the boundary comes with it
+def refusal(command, args):
+    """Why the engine will not run `command` for the agent's session, or None.
+
+    `init` is the person's even in a repo without a log: it chooses the scope and the fixed files
+    (what decides), and Claude Code applies the settings it writes only a moment later, so a
+    session that ran it would go on unsandboxed for its next commands (measured with 2.1.332)."""
     if command == "pool" and getattr(args, "pool_command", None) in AGENT_POOL_COMMANDS:
         return None
     if command in AGENT_COMMANDS:
         return _diagnose_refusal(args) if command == "diagnose" else None
-    what = {"init": "starts a new segment (what decides changes)",
+    what = {"init": "sets what decides (the scope, the fixed files, the metric) and starts a segment",
             "verify": "shows the hidden holdout", "report": "writes a file outside the sandbox or shows the holdout",
             "export": "writes a file outside the sandbox", "night": "starts Claude Code sessions",
-            "pool": "starts or stops machines", "serve": "opens a server", "demo": "creates a repo"}
+            "pool": "starts or stops machines", "serve": "opens a server",
+            "demo": "makes (and with --force deletes) a folder the agent names, outside the sandbox"}
     return (f"`autoresearch {command}` {what.get(command, 'is the person’s')}: from Claude Code's session the "
             "engine runs only run, submit, wait, status, brief, diagnose, stop, resume and `pool status`; "
             "the person runs it in their own terminal (references/trust-boundary.md)")

@@ -157,10 +157,9 @@ def _refuse_from_agent(command, args):
     """The engine is the one command the agent's sandbox lets out: from Claude Code's session it
     runs only what cannot change what decides (references/trust-boundary.md)."""
     from autoresearch import agent_sandbox   # noqa: PLC0415 - the loop's own commands never need it
-    root = agent_sandbox.repo_root_guess()
     # (`command`, not args.command: init's --command option shares that name)
-    why = agent_sandbox.refusal(command, args, has_log=root is not None and (root / "autoresearch.jsonl").exists())
-    if why and agent_sandbox.agent_session(root):
+    why = agent_sandbox.refusal(command, args)
+    if why and agent_sandbox.agent_session(agent_sandbox.repo_root_guess()):
         raise Refused(why)
 
 

@@ -377,3 +377,22 @@ def test_the_engine_knows_the_agents_session_by_its_parent_processes(tmp_path, r
     assert proc.returncode == 0, proc.stderr
     assert (repo / "autoresearch.jsonl").read_text().count('"type":"config"') + \
         (repo / "autoresearch.jsonl").read_text().count('"type": "config"') == 2
+
+
+def test_init_is_the_persons_even_in_a_repo_without_a_log(tmp_path, research_repo):
+    """`init` chooses what decides, and a running session applies the settings it writes only a
+    moment later: the agent's own `init` is refused, and nothing is written."""
+    require_sandbox()
+    repo = research_repo
+    init = "autoresearch " + " ".join(INIT[:1] + [f"'{a}'" if " " in a else a for a in INIT[1:]])
+    steps = [("init", bash(init))]
+    with MessagesAPI(Agent(repo, steps)) as api:
+        env = session_env(tmp_path, api.url, tmp_path / "cache")
+        proc = subprocess.run([CLAUDE, "-p", "Set up the research.", "--output-format", "stream-json", "--verbose",
+                               "--allowedTools", "Bash(autoresearch:*)"],
+                              cwd=repo, env=env, capture_output=True, text=True, timeout=200)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    refused = results_by_label(api, steps)["init"]
+    assert "sets what decides" in refused and "their own terminal" in refused, refused
+    assert not (repo / "autoresearch.jsonl").exists() and not (repo / ".claude").exists()
+    assert git(repo, "log", "--oneline").count("\n") == 0      # no commit either

@@ -1,7 +1,7 @@
 """The plugin in the real Claude Code CLI, end to end, with a scripted model on loopback.
 
-`claude -p … --plugin-dir <repo root>` runs against mock_messages_api.MessagesAPI: the
-"model" sets up autoresearch in a tiny research repo, records a baseline, tries to edit the
+`claude -p … --plugin-dir <repo root>` runs against mock_messages_api.MessagesAPI: in a tiny
+research repo the person set up with `init` for the session, the "model" records a baseline, tries to edit the
 fixed prepare.py, and then, every time the plugin's Stop hook sends it back to work, edits
 train.py and runs the next experiment. Nothing but the model is simulated: the CLI, its
 permission checks, the plugin loader, the hooks, the engine, git and the benchmark are real.
@@ -52,8 +52,7 @@ def researcher(repo, idle=False):
 
     def plan_for(trigger_text, experiment):
         if SETUP_PROMPT in trigger_text:
-            return [bash(INIT, "start the research session"),
-                    bash('autoresearch run -m "baseline"', "record the baseline"),
+            return [bash('autoresearch run -m "baseline"', "record the baseline"),
                     [{"type": "tool_use", "name": "Read", "input": {"file_path": str(repo / "prepare.py")}}],
                     [{"type": "tool_use", "name": "Edit", "input": {
                         "file_path": str(repo / "prepare.py"), "old_string": "EVAL = 'fixed'",
@@ -125,6 +124,12 @@ def run_claude(claude, prompt, repo, env, *extra):
     return proc, events
 
 
+def init_for(repo, env, session):
+    proc = subprocess.run(["bash", "-c", f"{INIT} --session {session}"], cwd=repo, capture_output=True, text=True,
+                          env=dict(env, PATH=os.pathsep.join([str(ROOT / "bin"), env["PATH"]])))
+    assert proc.returncode == 0, proc.stderr
+
+
 def hook_responses(events, event_name):
     return [e for e in events if e.get("type") == "system" and e.get("subtype") == "hook_response"
             and e.get("hook_event") == event_name]
@@ -150,6 +155,8 @@ def test_stop_hook_drives_the_loop_to_the_budget_in_the_real_cli(tmp_path, resea
     session = str(uuid.uuid4())
     with MessagesAPI(researcher(repo), record_path=tmp_path / "requests.jsonl") as api:
         env = claude_env(tmp_path, api.url)
+        # The person runs init (the agent may not: references/trust-boundary.md), for this session.
+        init_for(repo, env, session)
         first, events = run_claude(claude, SETUP_PROMPT, repo, env, "--session-id", session)
         first_requests = [b for b in api.requests if is_agent_request(b)]
         assert not api.errors
@@ -160,7 +167,7 @@ def test_stop_hook_drives_the_loop_to_the_budget_in_the_real_cli(tmp_path, resea
         assert any(str(p.get("name", p)).startswith("autoresearch") for p in init.get("plugins", [])), init
         assert not init.get("plugin_errors"), init.get("plugin_errors")
 
-        # init ran inside the session, so this session owns the research.
+        # init named the session, so this session owns the research.
         records = read_log(repo)
         header = records[0]
         assert header["type"] == "config" and header["owner_session"] == session
@@ -185,10 +192,12 @@ def test_stop_hook_drives_the_loop_to_the_budget_in_the_real_cli(tmp_path, resea
         result = events[-1]
         assert result.get("type") == "result" and result.get("subtype") == "success", result
 
-        # The edit of the fixed prepare.py was denied, with the reason, and the file is intact.
+        # The edit of the fixed prepare.py was denied, and the file is intact: by the permission rule
+        # init wrote for the repo (references/trust-boundary.md), where the hook would say why otherwise.
         denials = [text_of(m) for b in first_requests for m in b["messages"][-1:]
-                   if has_tool_result(m) and "is a fixed file" in text_of(m)]
-        assert denials and "prepare.py is a fixed file of the research repo" in denials[0]
+                   if has_tool_result(m) and ("is a fixed file" in text_of(m)
+                                              or "denied by your permission settings" in text_of(m))]
+        assert denials
         assert (repo / "prepare.py").read_text() == PREPARE_PY
         assert f"OFFSET = {offset_for(BUDGET - 1)}" in (repo / "train.py").read_text()
 
@@ -218,9 +227,11 @@ def test_stop_hook_drives_the_loop_to_the_budget_in_the_real_cli(tmp_path, resea
 def test_a_stuck_loop_is_let_go_after_three_blocks_in_the_real_cli(tmp_path, research_repo):
     claude = require_tool(CLAUDE, "run `make tools` (scripts/install-test-tools.sh) or set CLAUDE_BIN")
     repo = research_repo
+    session = str(uuid.uuid4())
     with MessagesAPI(researcher(repo, idle=True)) as api:
-        proc, events = run_claude(claude, SETUP_PROMPT, repo, claude_env(tmp_path, api.url),
-                                  "--session-id", str(uuid.uuid4()))
+        env = claude_env(tmp_path, api.url)
+        init_for(repo, env, session)
+        proc, events = run_claude(claude, SETUP_PROMPT, repo, env, "--session-id", session)
         assert not api.errors
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert [r["run"] for r in read_log(repo) if "run" in r] == [1]  # the baseline only

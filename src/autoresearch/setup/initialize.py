@@ -167,7 +167,7 @@ def _init_in(repo, args):
         lock.release()
     text = _summary(header, copied, committed, segment) + "\n  " + agent_sandbox.mode_line(checked=False) + \
         f"\n  Claude Code settings for the agent: {repo.rel(str(agent_settings))} (a running session applies them " \
-        "from its next command)"
+        "after a moment)"
     dirty = [p for p in gitops.changed_tracked(repo.root, "HEAD") if not research.in_scope(p, settings["scope"])]
     if dirty:
         output.warn(f"files outside the scope have uncommitted changes ({', '.join(dirty[:5])}); "
