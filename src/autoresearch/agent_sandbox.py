@@ -35,7 +35,8 @@ INSTALL_LINE = "sudo apt-get install bubblewrap socat"   # Debian/Ubuntu; other 
 AGENT_COMMANDS = {"run", "status", "brief", "diagnose", "submit", "wait", "stop", "resume"}
 AGENT_POOL_COMMANDS = {"status"}
 # Environment Claude Code gives its Bash tool's commands (2.1.332): any one marks the agent's session.
-SESSION_MARKERS = ("CLAUDECODE", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_CHILD_SESSION", "CLAUDE_PID")
+# (Not CLAUDE_CODE_SESSION_ID alone: a person passes that to `init --session` and `resume` on purpose.)
+SESSION_MARKERS = ("CLAUDECODE", "CLAUDE_CODE_CHILD_SESSION", "CLAUDE_PID")
 
 
 def data_cache():
