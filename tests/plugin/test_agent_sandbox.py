@@ -324,6 +324,12 @@ def test_night_refuses_without_the_sandbox_and_says_how_to_install_it(tmp_path, 
     assert "apt-get install bubblewrap socat" in proc.stderr and "--no-agent-sandbox" in proc.stderr
     status = engine(["status"], repo, no_sandbox)
     assert "agent sandbox: unavailable" in status.stdout + status.stderr
+    # --no-agent-sandbox starts anyway and says that the hook is then the only guard (the API is
+    # unreachable here, so Claude Code exits at once and the 2-second deadline ends the night).
+    night = engine(["night", "--foreground", "--no-agent-sandbox", "--hours", "0.0005", "--backoff", "1"], repo,
+                   dict(no_sandbox, CLAUDE_CODE_MAX_RETRIES="0"))
+    assert night.returncode == 0, night.stdout + night.stderr
+    assert "WITHOUT Claude Code's Bash sandbox" in night.stderr and "only guard" in night.stderr
 
 
 def test_without_the_settings_the_same_script_does_forge(tmp_path, research_repo):
