@@ -50,7 +50,8 @@ OWN_ARGS = {"-p", "--print", "--session-id", "--resume", "-r", "--continue", "-c
 BYPASS_ARGS = {"--dangerously-skip-permissions", "--allow-dangerously-skip-permissions"}
 
 START_PROMPT = ("You own the autoresearch session in this repository. Start the research loop: record the baseline "
-                "with `autoresearch run -m \"baseline\"` (for the ML template, first follow program.md's set-up), "
+                "with `autoresearch run -m \"baseline\"` (the set-up that needs the network or the GPU is done: "
+                "your Bash runs in a sandbox without them), "
                 "then keep going on your own: edit only the files in scope, run "
                 "`autoresearch run -m \"<what you changed and why>\"` in the foreground, read the verdict, note what "
                 "you learned in autoresearch.md, next idea. Do not stop and do not ask: the Stop hook says when the "
