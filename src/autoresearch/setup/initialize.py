@@ -373,8 +373,8 @@ def _summary(h, copied, committed, segment):
                      "of its budget is stopped and discarded")
     if h.template == "ml":
         lines.append("next: prepare data and size the baseline (program.md): `uv sync && uv run prepare.py && "
-                     "uv run prepare.py --fit-baseline` in your own terminal (or with `!` in Claude Code: the "
-                     "agent's sandbox has no network and no GPU), then `autoresearch run --baseline -m \"baseline\"`")
+                     "uv run prepare.py --fit-baseline` in your own terminal (the agent's sandbox has no network "
+                     "and no GPU), then `autoresearch run --baseline -m \"baseline\"`")
     else:
         lines.append('next: autoresearch run -m "baseline"')
     return "\n".join(lines)
