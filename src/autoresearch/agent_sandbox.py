@@ -7,7 +7,7 @@ research repo (`init` puts them in `.claude/settings.local.json`; `night` passes
 with `--settings`, which outranks every settings file the agent could reach), says whether the
 sandbox can start on this machine (`agent_sandbox_problem`), and tells the engine when it was
 started from the agent's own session (`agent_session`), so that it runs there only the commands
-that cannot change what decides (`refuse_from_agent`).
+that cannot change what decides (`refusal`, asked by cli.py before every command).
 
 What the agent's Bash can write: the working folder (the scope, its notes, a .venv) and its
 temporary folder; never the git directory, the log, the engine's state, the fixed files, these
