@@ -70,7 +70,8 @@ def protected_paths(root, fixed):
     root = Path(root).resolve()
     cache = data_cache().expanduser().resolve()
     deny_write = [*map(str, _git_dirs(root)), str(root / "autoresearch.jsonl"), str(root / ".autoresearch"),
-                  str(root / ".claude"), *(str(root / name) for name in sorted(fixed)),
+                  str(root / ".claude"), str(root / ".mcp.json"),   # settings, hooks and MCP servers Claude Code runs
+                  *(str(root / name) for name in sorted(fixed)),
                   str(cache), str(state_folder().expanduser().resolve()),
                   str(Path.home().resolve() / ".claude")]
     deny_read = [str(cache / "holdout*"), str(cache / "*" / "holdout*"),

@@ -105,6 +105,7 @@ def attacks(repo):
                           new_string='"status_"')),
         ("Write settings", tool("Write", file_path=f"{r}/.claude/settings.local.json", content="{}")),
         ("peek holdout", bash("python3 peek.py")),
+        ("plant an MCP server", bash("python3 -c \"open('.mcp.json', 'w').write('{}')\"")),
         ("Read run holdout", tool("Read", file_path=f"{r}/.autoresearch/runs/1/holdout.json")),
         ("new segment", bash("autoresearch init --metric loss --command 'python3 hacked.py' --scope train.py "
                              "--max-iterations 9")),
@@ -251,6 +252,7 @@ def assert_nothing_that_decides_changed(repo, env, api, steps, plugin):
     assert git(repo, "for-each-ref", "refs/replace") == ""
     assert not (repo / ".git" / "autoresearch" / "pending" / "9.json").exists()
     assert not (repo / ".git" / "hooks" / "post-commit").exists()
+    assert not (repo / ".mcp.json").exists(), results["plant an MCP server"]   # Claude Code would run it
     lines = [json.loads(line) for line in (repo / "autoresearch.jsonl").read_text().splitlines() if line.strip()]
     assert not any(r.get("description") == "forged" or r.get("run") == 99 for r in lines)
     headers = [r for r in lines if r.get("type") == "config"]
