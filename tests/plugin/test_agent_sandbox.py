@@ -62,8 +62,14 @@ def git_hook():
     pathlib.Path(".git/hooks/post-commit").write_text("#!/bin/sh\\n")
 def state():
     pathlib.Path(".autoresearch/session.json").write_text("{}")
+def hard_link():
+    os.link("prepare.py", "p_hard.py")
+    pathlib.Path("p_hard.py").write_text("EVAL = 'hacked'\\n")
+def through_symlink():
+    os.symlink("prepare.py", "p_soft.py")
+    pathlib.Path("p_soft.py").write_text("EVAL = 'hacked'\\n")
 for name, fn in (("log", rewrite_log), ("tip", rechain), ("pending", pending), ("evaluator", evaluator),
-                 ("git-hook", git_hook), ("state", state)):
+                 ("git-hook", git_hook), ("state", state), ("hard-link", hard_link), ("symlink", through_symlink)):
     attempt(name, fn)
 """
 
