@@ -34,6 +34,14 @@ print(json.dumps({"inductor": inductor, "triton": triton, "written": written, "t
 """
 
 
+# The same question without importing torch (the first test shows torch follows these variables).
+ASK_ENV = r"""
+import json, os
+inductor = os.environ["TORCHINDUCTOR_CACHE_DIR"]
+print(json.dumps({"inductor": inductor, "triton": os.environ["TRITON_CACHE_DIR"], "tmp": os.environ["TMPDIR"]}))
+"""
+
+
 def snapshot(repo, n):
     """The repo's files where the engine runs a commit: .autoresearch/snapshots/N."""
     dest = repo / ".autoresearch" / "snapshots" / str(n)
@@ -42,12 +50,12 @@ def snapshot(repo, n):
     return dest
 
 
-def sealed_run(where, env, tmp, tag):
+def sealed_run(where, env, tmp, tag, ask=ASK_TORCH):
     tmp.mkdir(parents=True, exist_ok=True)
     env = dict(env, TMPDIR=str(tmp))
     for key in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
         env.pop(key, None)
-    done = subprocess.run([sys.executable, "-I", "harness.py", "train", "-c", ASK_TORCH, tag], cwd=where, env=env,
+    done = subprocess.run([sys.executable, "-I", "harness.py", "train", "-c", ask, tag], cwd=where, env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -85,14 +93,15 @@ def test_the_folder_follows_xdg_cache_home_and_a_users_own_setting_wins(research
     home, xdg = tmp_path / "home", tmp_path / "xdg"
     home.mkdir()
     plain = {k: v for k, v in env.items() if k != "AUTORESEARCH_CACHE"}
-    found = sealed_run(snapshot(repo, 3), dict(plain, HOME=str(home), XDG_CACHE_HOME=str(xdg)), tmp_path / "t1", "x")
+    found = sealed_run(snapshot(repo, 3), dict(plain, HOME=str(home), XDG_CACHE_HOME=str(xdg)), tmp_path / "t1", "x",
+                       ASK_ENV)
     assert os.path.dirname(found["inductor"]) == os.path.join(os.path.realpath(xdg), "autoresearch", "compile")
     assert os.path.basename(found["inductor"]).startswith(repo.name + "-")
-    found = sealed_run(snapshot(repo, 3), dict(plain, HOME=str(home)), tmp_path / "t2", "h")
+    found = sealed_run(snapshot(repo, 3), dict(plain, HOME=str(home)), tmp_path / "t2", "h", ASK_ENV)
     assert os.path.dirname(found["inductor"]) == os.path.join(str(home), ".cache", "autoresearch", "compile")
     # A TORCHINDUCTOR_CACHE_DIR in the user's environment is kept (Triton's then goes beneath it).
     own = tmp_path / "mine"
-    done = subprocess.run([sys.executable, "-I", "harness.py", "train", "-c", ASK_TORCH, "own"],
+    done = subprocess.run([sys.executable, "-I", "harness.py", "train", "-c", ASK_ENV, "own"],
                           cwd=snapshot(repo, 3), env=dict(env, TMPDIR=str(tmp_path), TORCHINDUCTOR_CACHE_DIR=str(own)),
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
