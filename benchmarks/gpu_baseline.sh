@@ -12,7 +12,8 @@
 # travel as wheels in .whl/ at the repo root (ignored by git; carry it with the call). They are
 # installed into the machine's own Python environment, not with --target/PYTHONPATH: autoresearch.sh
 # starts the harness with `python -I`, which ignores PYTHONPATH.
-# Python: $AUTORESEARCH_PYTHON, else python3. BUDGET / BUDGET_24: training seconds of the two runs.
+# Python: $AUTORESEARCH_PYTHON, else python3. BUDGET / BUDGET_24: training seconds of the two runs;
+# WARM_RUN=1 adds the default tier once more on the warm compile cache (BUDGET_WARM seconds).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 wheels=${WHEELS:-$root/.whl}
