@@ -64,7 +64,7 @@ def compile_cache_dir(here=None):
 def use_compile_cache():
     """Point Inductor and Triton at the repo's compile cache (a TORCHINDUCTOR_CACHE_DIR or
     TRITON_CACHE_DIR the user set wins). Called by the training process only (before its seal, and
-    in setup() for `python train.py`): both read these variables when they first compile."""
+    in compile_model for `python train.py`): both read these variables when they first compile."""
     inductor = os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", compile_cache_dir())
     triton = os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(inductor, "triton"))
     return inductor, triton
@@ -432,8 +432,6 @@ def setup(windowed, attention="auto", dtype="auto", compile="auto", for_eval=Fal
         torch.backends.cudnn.allow_tf32 = True
         tf32 = True
     compiled = False if for_eval else compile_for(device.type, capability, compile, triton_available())
-    if compiled:
-        use_compile_cache()
     # The evaluator runs eagerly: FA3 where training used it, else SDPA (a dense window mask).
     backend, fa3, reason = pick_attention(device.type, capability, compiled, windowed,
                                           "sdpa" if for_eval and attention == "flex" else attention)
@@ -450,6 +448,8 @@ def compile_model(model, machine):
     if not machine.compiled:
         return model
     torch._dynamo.config.suppress_errors = False
+    # before anything compiles (torch.compile only wraps; the optimizer's steps compile later too)
+    use_compile_cache()
     if machine.backend == "flex":   # build the block masks outside the compiled graph
         for w in set(model.windows):
             if w < model.config.sequence_len - 1:
