@@ -63,11 +63,16 @@ def compile_cache_dir(here=None):
 
 def use_compile_cache():
     """Point Inductor and Triton at the repo's compile cache (a TORCHINDUCTOR_CACHE_DIR or
-    TRITON_CACHE_DIR the user set wins). Called by the training process only (before its seal, and
-    in compile_model for `python train.py`): both read these variables when they first compile."""
+    TRITON_CACHE_DIR the user set wins). For the training process only: before its seal, or on
+    import under `python train.py`. It must come before the first torch.compile call, which
+    writes Inductor's default ($TMPDIR/torchinductor_<user>) into the environment."""
     inductor = os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", compile_cache_dir())
     triton = os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(inductor, "triton"))
     return inductor, triton
+
+
+if os.path.basename(getattr(sys.modules.get("__main__"), "__file__", None) or "") == "train.py":
+    use_compile_cache()   # `python train.py` (unsealed); tools and tests that import this module are left alone
 
 
 # The holdout's files, found the way prepare.py finds them (CACHE_DIR, PREPARED_DIR,
@@ -448,8 +453,6 @@ def compile_model(model, machine):
     if not machine.compiled:
         return model
     torch._dynamo.config.suppress_errors = False
-    # before anything compiles (torch.compile only wraps; the optimizer's steps compile later too)
-    use_compile_cache()
     if machine.backend == "flex":   # build the block masks outside the compiled graph
         for w in set(model.windows):
             if w < model.config.sequence_len - 1:

@@ -116,3 +116,26 @@ def test_two_repos_do_not_share_a_folder_and_snapshots_belong_to_their_repo(modu
     assert harness.repo_id(str(a)) != harness.repo_id(str(b))
     assert harness.repo_id(str(a / ".autoresearch" / "snapshots" / "7")) == harness.repo_id(str(a))
     assert harness.repo_id(str(a)).startswith("lab-")
+
+
+def test_python_train_py_unsealed_names_the_folder_before_its_first_torch_compile(research_repo, tmp_path):
+    """`python train.py` skips the seal; importing the harness names the folder, before train.py's
+    first torch.compile call writes Inductor's default ($TMPDIR/torchinductor_<user>) into the
+    environment. A tool that imports the harness (anything but train.py) changes nothing."""
+    repo, env = research_repo
+    lab = tmp_path / "lab"
+    lab.mkdir()
+    for name in ("harness.py", "prepare.py"):
+        shutil.copy(repo / name, lab / name)
+    (lab / "train.py").write_text("import os\nimport torch\nimport harness\ntorch.compile(lambda x: x)\n"
+                                  "print(os.environ['TORCHINDUCTOR_CACHE_DIR'])\n")
+    env = {k: v for k, v in env.items() if k not in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")}
+    done = subprocess.run([sys.executable, "train.py"], cwd=lab, env=dict(env, TMPDIR=str(tmp_path)),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    named = done.stdout.strip()
+    assert os.path.dirname(named) == os.path.join(env["AUTORESEARCH_CACHE"], "compile")
+    assert os.path.basename(named).startswith("lab-")
+    (lab / "tool.py").write_text("import os\nimport harness\nprint(os.environ.get('TORCHINDUCTOR_CACHE_DIR'))\n")
+    done = subprocess.run([sys.executable, "tool.py"], cwd=lab, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "None", done.stdout + done.stderr
