@@ -38,6 +38,43 @@ def _cache_dir():
     return os.environ.get("AUTORESEARCH_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "autoresearch")
 
 
+# torch.compile's caches (Inductor's FX-graph and AOTAutograd caches, the compiled C++ and Triton
+# kernels) in one folder per research repo, shared by all its runs and kept across reboots. Left to
+# itself Inductor caches under $TMPDIR, which the engine makes fresh for every run: every
+# experiment of the night would compile from nothing. The keys are content hashes (graph, inputs,
+# torch and compiler versions), so a changed train.py simply misses and never reads a stale kernel.
+def repo_id(here=None):
+    """`<folder name>-<12 hex>` of the research repo; a run's snapshot (.autoresearch/snapshots/N,
+    the engine's copy of a commit) counts as the repo it was taken from."""
+    here = os.path.realpath(here or os.path.dirname(os.path.abspath(__file__)))
+    parts = here.split(os.sep)
+    if len(parts) > 3 and parts[-3:-1] == [".autoresearch", "snapshots"]:
+        here = os.sep.join(parts[:-3]) or os.sep
+    name = "".join(c if c.isalnum() or c in "_.-" else "_" for c in os.path.basename(here)) or "repo"
+    return f"{name}-{hashlib.sha256(here.encode()).hexdigest()[:12]}"
+
+
+def compile_cache_dir(here=None):
+    """$AUTORESEARCH_CACHE/compile/<repo id>, else ${XDG_CACHE_HOME:-~/.cache}/autoresearch/compile/<repo id>."""
+    root = os.environ.get("AUTORESEARCH_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "autoresearch")
+    return os.path.join(root, "compile", repo_id(here))
+
+
+def use_compile_cache():
+    """Point Inductor and Triton at the repo's compile cache (a TORCHINDUCTOR_CACHE_DIR or
+    TRITON_CACHE_DIR the user set wins). For the training process only: before its seal, or on
+    import under `python train.py`. It must come before the first torch.compile call, which
+    writes Inductor's default ($TMPDIR/torchinductor_<user>) into the environment."""
+    inductor = os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", compile_cache_dir())
+    triton = os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(inductor, "triton"))
+    return inductor, triton
+
+
+if os.path.basename(getattr(sys.modules.get("__main__"), "__file__", None) or "") == "train.py":
+    use_compile_cache()   # `python train.py` (unsealed); tools and tests that import this module are left alone
+
+
 # The holdout's files, found the way prepare.py finds them (CACHE_DIR, PREPARED_DIR,
 # CLIMBMIX_HOLDOUT_SHARD there; tests/template/test_holdout_sealed.py checks that the two agree).
 def holdout_files():
@@ -94,6 +131,9 @@ def seal_training(writes=True):
     no writing, creating, renaming or removing anything in the data folders. Returns None when
     sealed (or nothing to seal), else the reason it could not be."""
     unreadable, unwritable = set(holdout_files()), set(data_folders()) if writes else set()
+    for folder in use_compile_cache():   # the seal lets training write folders that exist, not
+        with contextlib.suppress(OSError):   # create new ones beside the prepared data
+            os.makedirs(folder, exist_ok=True)
     if not unreadable and not unwritable:
         return None
     import ctypes
@@ -181,6 +221,7 @@ import torch
 import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+_IMPORTED = time.time()
 
 
 def _fixed_module(name):
@@ -210,6 +251,21 @@ _CROSS_ENTROPY = F.cross_entropy   # bound before train.py is imported
 
 class HarnessError(RuntimeError):
     """A user-facing failure: printed as one `FAIL: ...` line, exit status 1."""
+
+
+def process_started():
+    """When this process began (time.time() scale): from /proc on Linux, so the interpreter's start
+    and `import torch` count too (exec keeps it: `harness.py train` becomes train.py); elsewhere
+    when this module was imported."""
+    try:
+        with open("/proc/self/stat") as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])   # field 22, starttime
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        started = time.time() - (uptime - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return _IMPORTED
+    return started if started <= _IMPORTED else _IMPORTED   # a clock that disagrees: the safe lower bound
 
 
 def run_dir():
@@ -543,6 +599,7 @@ class Recorder:
         self.tty = sys.stdout.isatty()
         self.last_print = -1.0
         self.probe_batch = None
+        self.first_step_s = None
 
     def step(self, step, progress, training_time, loss, lr_mult, dt, grad_norm=None, epoch=1):
         tok_per_s = self.tokens_per_step / dt if dt > 0 else 0.0
@@ -565,6 +622,8 @@ class Recorder:
         elif progress - self.last_print >= 0.05 or step < 3:   # logs: one line per 5% of the budget
             print(line, flush=True)
             self.last_print = progress
+        if step == 0:   # start-up: interpreter, imports, data, model and the first (compiling) step
+            self.first_step_s = time.time() - process_started()
         if step == WARMUP_STEPS - 1:
             self.early_probe()
 
@@ -596,7 +655,8 @@ class Recorder:
                 "num_params_M": num_params / 1e6, "t_start": self.t_start, "batch_size": self.batch_size,
                 "dtype": str(self.machine.dtype).replace("torch.", ""), "attention": self.machine.backend,
                 "compile": self.machine.compiled, "device": f"{self.machine.device.type} {self.machine.name}",
-                "mfu_peak_known": bool(self.machine.peak), **extra}
+                "mfu_peak_known": bool(self.machine.peak), "first_step_s": self.first_step_s,
+                "compile_cache": os.environ.get("TORCHINDUCTOR_CACHE_DIR") if self.machine.compiled else None, **extra}
         state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
         _atomic(weights_path(), lambda f: torch.save({"config": dict(config), "state_dict": state}, f), "wb")
         _atomic(os.path.join(run_dir(), TRAIN_FILE), lambda f: json.dump(info, f, indent=1), "w")

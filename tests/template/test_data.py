@@ -31,6 +31,29 @@ def test_tokenizer_round_trips_text_and_counts_bytes(modules):
     assert int(token_bytes[bos]) == 0, "special tokens carry no text bytes"
 
 
+def test_karpathys_byte_count_is_never_below_ours_so_his_bpb_is_never_above(modules):
+    """What references/gpu-guide.md says of the two figures: the same nats, his bytes >= ours token
+    by token (a token that is not whole UTF-8 decodes to U+FFFD, 3 bytes a broken piece), equal
+    exactly for the tokens that are whole characters; so val_bpb_karpathy <= val_bpb."""
+    prepare, _ = modules
+    tok = prepare.Tokenizer.from_directory()
+    ours, his = prepare.get_token_bytes().tolist(), prepare.get_token_bytes(variant="karpathy").tolist()
+    split = 0
+    for i in range(tok.get_vocab_size()):
+        raw = tok.enc.decode_single_token_bytes(i)
+        try:
+            raw.decode("utf-8")
+            whole = True
+        except UnicodeDecodeError:
+            whole, split = False, split + 1
+        assert his[i] >= ours[i] and (his[i] == ours[i]) == whole, (i, raw, ours[i], his[i])
+    assert split > 0   # byte-level BPE: the lone bytes 0x80-0xff are tokens of their own
+    # A text whose tokens split a character: his count exceeds its true length, ours equals it.
+    ids = tok.encode("emoji 🙂 and 你好")
+    assert sum(ours[t] for t in ids) == len("emoji 🙂 and 你好".encode("utf-8"))
+    assert sum(his[t] for t in ids) >= sum(ours[t] for t in ids)
+
+
 def _corpus(lengths, bos=1):
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     tokens = (np.arange(offsets[-1]) % 250 + 2).astype(np.uint16)

@@ -3,13 +3,14 @@
 - cwd: `.autoresearch/snapshots/N`, the commit's own tree (snapshot.py), with what the commit
   does not hold but the benchmark may need (an ignored `.venv/`, data nobody committed) linked
   in from the work tree. The work tree itself is never run, so the agent may go on editing it.
-- env: the caller's, plus `AUTORESEARCH_RUN_TOKEN` (the run's processes are found by it) and
-  a fresh `TMPDIR` removed after the run.
+- env: the caller's, plus `AUTORESEARCH_RUN_TOKEN` (the run's processes are found by it),
+  a fresh `TMPDIR` removed after the run, and the repo's torch.compile cache (below).
 - the sandbox (sandbox.py) around exactly the files that decide.
 
 The run's files (`output.log`, `steps.jsonl`, ...) still go to `.autoresearch/runs/N/`.
 """
 
+import hashlib
 import os
 import shutil
 import tempfile
@@ -60,6 +61,7 @@ def open_for(repo, config, run, commit, run_dir, env):
         raise
     token = runner.new_token()
     env = dict(env, TMPDIR=tmp, **{runner.TOKEN_VAR: token})
+    _use_compile_cache(env, repo.root)
     ws = Workspace(dest, env, token, tmp)
     if os.environ.get(SWITCH, "").lower() not in ("off", "0", "no"):
         try:
@@ -67,6 +69,27 @@ def open_for(repo, config, run, commit, run_dir, env):
         except OSError:
             ws.confinement = None  # detection alone (integrity.py) still holds
     return ws
+
+
+# torch.compile caches under $TMPDIR by default, and each run gets a fresh one: a benchmark that
+# compiles would start cold every run of the night. Its declared cache instead: one folder per
+# repo under the user's cache, kept across runs and reboots (a value the caller set wins). The ML
+# template's harness.py (compile_cache_dir) names the same folder for the same repo.
+def compile_cache_dir(root, env):
+    """$AUTORESEARCH_CACHE/compile/<repo id>, else ${XDG_CACHE_HOME:-~/.cache}/autoresearch/compile/<repo id>,
+    the repo id being `<folder name>-<first 12 hex of sha256(real path)>`."""
+    base = env.get("AUTORESEARCH_CACHE") or os.path.join(
+        env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "autoresearch")
+    real = os.path.realpath(root)
+    name = "".join(c if c.isalnum() or c in "_.-" else "_" for c in os.path.basename(real)) or "repo"
+    return os.path.join(base, "compile", f"{name}-{hashlib.sha256(real.encode()).hexdigest()[:12]}")
+
+
+def _use_compile_cache(env, root):
+    """Names the folders only: torch makes them when it first compiles (outside the repo's guarded
+    paths, so the sandbox lets it), and a benchmark that never compiles leaves nothing behind."""
+    inductor = env.setdefault("TORCHINDUCTOR_CACHE_DIR", compile_cache_dir(root, env))
+    env.setdefault("TRITON_CACHE_DIR", os.path.join(inductor, "triton"))
 
 
 def sandbox_name(ws):
