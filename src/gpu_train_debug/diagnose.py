@@ -28,8 +28,10 @@ LEAK_LOSS = 0.3
 LEAK_BPB = 0.3
 _COMPILER_FRAME = re.compile(r"torch[/\\]_(?:dynamo|inductor)[/\\]|[/\\]triton[/\\]")
 _EVAL_FRAMES = ("evaluate_bpb", "def evaluate", "eval_loss", "in evaluate", "model.eval()")
+# The first optimizer step (before any step line) allocates the optimizer's state: the
+# template's Muon momentum buffers come from torch.zeros inside optimizer.step().
 _STATE_FRAMES = ("setup_optimizer", "init_weights", ".to(device", "to_empty(", "_init_group",
-                 "zeros_like", "in __init__")
+                 "zeros_like", "in __init__", "optimizer.step(", "/torch/optim/")
 
 
 # A failure shows at the start (warnings, setup) or at the end (the traceback) of a log;
