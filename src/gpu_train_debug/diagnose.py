@@ -497,10 +497,14 @@ class _Diagnosis:
             fix = self._set("ATTENTION_BACKEND", "sdpa")
         elif package == "triton":
             fix = self._set("COMPILE", False)
-        hint = " or avoid it with the fix" if fix else ""
+        hint = "; or avoid it with the fix" if fix else ""
+        # `uv sync` installs what the repo's pyproject.toml lists (the ML template lists torch and
+        # the rest); `uv add` would edit that tracked file, and the next run be refused as out of scope.
         return "MISSING_DEPENDENCY", ["MISSING_PACKAGE"], fix, (
-            f"Python package '{package}' is not installed: install it into the research repo's "
-            f"environment (uv add {package} / pip install {package}){hint}.")
+            f"Python package '{package}' is not installed in the environment the run used: run "
+            f"`uv sync` in the research repo (it installs what pyproject.toml lists), then the same "
+            f"run again; a package pyproject.toml does not list: `uv pip install {package}` (or "
+            f"`python3 -m pip install {package}`), which leaves the tracked files as they are{hint}.")
 
     def _missing_command(self, match):
         command = next((g for g in match.groups() if g), "?")
@@ -784,9 +788,15 @@ class _Diagnosis:
         if isinstance(head, int) and head % 2:
             return "CONFIG_INVALID", ["SHAPE_MISMATCH"], {"HEAD_DIM": head + 1}, (
                 "Rotary embeddings need an even HEAD_DIM.")
+        where = ""
+        frame = logtext.own_frame(self.log, match.start())
+        if frame:
+            name, line, function, source = frame
+            self.inter["exception_at"] = f"{name} line {line}" + (f", in {function}" if function else "")
+            where = f" at {self.inter['exception_at']}" + (f": `{source[:120]}`" if source else "")
         return "CONFIG_INVALID", ["SHAPE_MISMATCH"], {}, (
-            "Tensor shapes do not agree (" + match.group(0)[:120] + "); a change to the model code "
-            "broke a dimension. Revert or fix that edit.")
+            "Tensor shapes do not agree (" + match.group(0)[:120] + ")" + where + "; a change to the "
+            "model code broke a dimension. Fix that line (or the layer it uses), or revert the edit.")
 
     def _backend_needs_cuda(self, match):
         return "CONFIG_INVALID", ["BACKEND_NEEDS_CUDA_COMPILE"], self._set("ATTENTION_BACKEND", "sdpa"), (
