@@ -498,10 +498,12 @@ class _Diagnosis:
         elif package == "triton":
             fix = self._set("COMPILE", False)
         hint = "; or avoid it with the fix" if fix else ""
+        if not fix:
+            self.inter["fix_step"] = "`uv sync` in the research repo (not `uv add`), then the same run again"
         # `uv sync` installs what the repo's pyproject.toml lists (the ML template lists torch and
         # the rest); `uv add` would edit that tracked file, and the next run be refused as out of scope.
         return "MISSING_DEPENDENCY", ["MISSING_PACKAGE"], fix, (
-            f"Python package '{package}' is not installed in the environment the run used: run "
+            f"Python package '{package}' is not installed in the environment the run used. Run "
             f"`uv sync` in the research repo (it installs what pyproject.toml lists), then the same "
             f"run again; a package pyproject.toml does not list: `uv pip install {package}` (or "
             f"`python3 -m pip install {package}`), which leaves the tracked files as they are{hint}.")
@@ -794,9 +796,11 @@ class _Diagnosis:
             name, line, function, source = frame
             self.inter["exception_at"] = f"{name} line {line}" + (f", in {function}" if function else "")
             where = f" at {self.inter['exception_at']}" + (f": `{source[:120]}`" if source else "")
+            self.inter["fix_step"] = f"fix or revert {self.inter['exception_at']}" + (
+                f" (`{source[:80]}`)" if source else "")
         return "CONFIG_INVALID", ["SHAPE_MISMATCH"], {}, (
-            "Tensor shapes do not agree (" + match.group(0)[:120] + ")" + where + "; a change to the "
-            "model code broke a dimension. Fix that line (or the layer it uses), or revert the edit.")
+            "Tensor shapes do not agree" + where + " (" + match.group(0)[:120] + "). A change to the "
+            "model code broke a dimension: fix that line (or the layer it uses), or revert the edit.")
 
     def _backend_needs_cuda(self, match):
         return "CONFIG_INVALID", ["BACKEND_NEEDS_CUDA_COMPILE"], self._set("ATTENTION_BACKEND", "sdpa"), (

@@ -133,3 +133,20 @@ def test_the_captured_logs_are_what_the_generator_records():
         assert (case["exit_code"] == 0) == (name == "clean"), case
     assert "METRIC val_bpb=" in CLEAN
     assert CONFIG["DEVICE_BATCH_SIZE"] == 8 and CONFIG["MAX_SEQ_LEN"] == 256
+
+
+def test_next_steps_of_the_commonest_template_failures():
+    """The step a person follows: the shape error's own line in train.py, `uv sync` for a package."""
+    log = read_log(LOGS / "template_real_shape.log")
+    shape = diagnose(log, SOURCED["template_real_shape.log"]["config"], {"status": "crash", "reason": "exit 1"})
+    step = shape["intermediates"]["fix_step"]
+    assert step.startswith("fix or revert train.py line ") and ", in forward" in step, step
+    line = int(step.split("line ")[1].split(",")[0])
+    # the line named is train.py's frame of the traceback (not torch's linear.py), with its code
+    assert f'train.py", line {line}, in forward\n    return self.c_proj(' in log
+    assert "self.c_proj" in step and f"train.py line {line}" in shape["explanation"]
+    missing = diagnose(HEADER + "Traceback (most recent call last):\n"
+                       '  File "/home/user/research/train.py", line 17, in <module>\n    import torch\n'
+                       "ModuleNotFoundError: No module named 'torch'\n", CONFIG, {"status": "crash", "reason": "exit 1"})
+    assert missing["codes"] == ["MISSING_PACKAGE"]
+    assert missing["intermediates"]["fix_step"].startswith("`uv sync` in the research repo")
