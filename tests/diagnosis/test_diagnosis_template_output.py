@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from autoresearch.diagnosis import read_log
+from autoresearch.pipeline.diagnosis import read_log
 from gpu_train_debug import diagnose, patterns
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

@@ -239,7 +239,8 @@ def test_night_survives_api_errors_and_ends_at_the_budget(tmp_path, research_rep
     assert "429" in exits[1]["error"] and exits[1]["runs"] == 0 and exits[1]["reset_at"] == int(outage.reset_at) * 1000
     assert exits[2]["error"] is None and exits[2]["runs"] == 1
     resumes = [e for e in events if e["event"] == "resume"]
-    assert resumes[0]["wait_s"] == 1 and "overloaded" in resumes[0]["why"].lower()
+    # the backoff (1 s), or Claude Code's own retry delay plus a second when that is longer
+    assert 1 <= resumes[0]["wait_s"] < 5 and "overloaded" in resumes[0]["why"].lower()
     # The usage limit was waited out: the resume came after its reset, and no request before it.
     assert "rate limit resets at" in resumes[1]["why"]
     assert resumes[1]["timestamp"] >= int(outage.reset_at) * 1000
