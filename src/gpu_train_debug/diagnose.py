@@ -797,7 +797,7 @@ class _Diagnosis:
             self.inter["exception_at"] = f"{name} line {line}" + (f", in {function}" if function else "")
             where = f" at {self.inter['exception_at']}" + (f": `{source[:120]}`" if source else "")
             self.inter["fix_step"] = f"fix or revert {self.inter['exception_at']}" + (
-                f" (`{source[:80]}`)" if source else "")
+                f" (`{source[:80]}`)" if source else "") + " or a layer it uses"
         return "CONFIG_INVALID", ["SHAPE_MISMATCH"], {}, (
             "Tensor shapes do not agree" + where + " (" + match.group(0)[:120] + "). A change to the "
             "model code broke a dimension: fix that line (or the layer it uses), or revert the edit.")
