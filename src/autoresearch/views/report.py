@@ -217,6 +217,8 @@ def build_model(root, log_path, kwh_price=DEFAULT_KWH_PRICE, warn=_warn, with_lo
         before = None
         higher = seg.config is not None and seg.config.direction == "higher"
         base_code = s.codes.get(s.baseline.run) if s.baseline else None
+        if base_code is not None and len(s.groups.get(base_code) or ()) < 2:
+            base_code = None   # one measurement: the baseline's value is its run's own, nothing to draw apart
         for record, best in zip(seg.runs, s.running_best):
             run = normalise_run(record, seg.index)
             _annotate(run, before, best)
