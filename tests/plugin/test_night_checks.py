@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from conftest import ROOT, require_tool
 from mock_messages_api import APIError, MessagesAPI
 from test_plugin_night import CLAUDE, HINT, autoresearch, init_in_shell, night_env, research_repo  # noqa: F401
@@ -157,7 +158,7 @@ def test_no_sandbox_is_refused_before_it_detaches(tmp_path, research_repo):
     """Claude Code's Bash sandbox on Linux needs bubblewrap and socat: a PATH without them is refused."""
     require_tool(CLAUDE, HINT)
     if sys.platform != "linux":
-        return
+        pytest.skip("bubblewrap and socat are what Claude Code's sandbox needs on Linux")
     env = night_env(tmp_path, "http://127.0.0.1:9")
     init_in_shell(research_repo, env)
     # Only what the night itself needs on PATH: claude, python3, git.
