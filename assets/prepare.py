@@ -31,8 +31,24 @@ import time
 from collections import deque
 from pathlib import Path
 
-import numpy as np
-import torch
+
+def missing_package_line(error):
+    """One line for a package this Python lacks: the research repo's pyproject.toml lists every
+    package the template needs, so `uv sync` installs it (`uv add` would edit that tracked file)."""
+    name = getattr(error, "name", None) or str(error)
+    again = " ".join(["uv run", os.path.basename(sys.argv[0] or "prepare.py"), *sys.argv[1:]])
+    return (f"prepare.py: this Python ({sys.executable}) has no package '{name}': run `uv sync` in this repo, "
+            f"then `{again}` (without uv: `python3 -m pip install torch numpy rustbpe tiktoken pyarrow "
+            "huggingface-hub`)")
+
+
+try:
+    import numpy as np
+    import torch
+except ModuleNotFoundError as _missing:
+    if __name__ != "__main__":
+        raise   # imported by train.py or the harness: the run's log keeps the real error
+    sys.exit(missing_package_line(_missing))
 
 # ---------------------------------------------------------------------------
 # Constants (fixed; a profile may override them, see PROFILES)
@@ -1011,6 +1027,9 @@ def main(argv=None):
             commit_baseline(args.train_py, label)
     except PrepareError as e:
         print(f"prepare.py: {e}", file=sys.stderr)
+        return 1
+    except ModuleNotFoundError as e:   # rustbpe, tiktoken, pyarrow are imported where they are used
+        print(missing_package_line(e), file=sys.stderr)
         return 1
     return 0
 

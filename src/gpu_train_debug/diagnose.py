@@ -28,8 +28,10 @@ LEAK_LOSS = 0.3
 LEAK_BPB = 0.3
 _COMPILER_FRAME = re.compile(r"torch[/\\]_(?:dynamo|inductor)[/\\]|[/\\]triton[/\\]")
 _EVAL_FRAMES = ("evaluate_bpb", "def evaluate", "eval_loss", "in evaluate", "model.eval()")
+# The first optimizer step (before any step line) allocates the optimizer's state: the
+# template's Muon momentum buffers come from torch.zeros inside optimizer.step().
 _STATE_FRAMES = ("setup_optimizer", "init_weights", ".to(device", "to_empty(", "_init_group",
-                 "zeros_like", "in __init__")
+                 "zeros_like", "in __init__", "optimizer.step(", "/torch/optim/")
 
 
 # A failure shows at the start (warnings, setup) or at the end (the traceback) of a log;
@@ -495,10 +497,16 @@ class _Diagnosis:
             fix = self._set("ATTENTION_BACKEND", "sdpa")
         elif package == "triton":
             fix = self._set("COMPILE", False)
-        hint = " or avoid it with the fix" if fix else ""
+        hint = "; or avoid it with the fix" if fix else ""
+        if not fix:
+            self.inter["fix_step"] = "`uv sync` in the research repo (not `uv add`), then the same run again"
+        # `uv sync` installs what the repo's pyproject.toml lists (the ML template lists torch and
+        # the rest); `uv add` would edit that tracked file, and the next run be refused as out of scope.
         return "MISSING_DEPENDENCY", ["MISSING_PACKAGE"], fix, (
-            f"Python package '{package}' is not installed: install it into the research repo's "
-            f"environment (uv add {package} / pip install {package}){hint}.")
+            f"Python package '{package}' is not installed in the environment the run used. Run "
+            f"`uv sync` in the research repo (it installs what pyproject.toml lists), then the same "
+            f"run again; a package pyproject.toml does not list: `uv pip install {package}` (or "
+            f"`python3 -m pip install {package}`), which leaves the tracked files as they are{hint}.")
 
     def _missing_command(self, match):
         command = next((g for g in match.groups() if g), "?")
@@ -782,9 +790,17 @@ class _Diagnosis:
         if isinstance(head, int) and head % 2:
             return "CONFIG_INVALID", ["SHAPE_MISMATCH"], {"HEAD_DIM": head + 1}, (
                 "Rotary embeddings need an even HEAD_DIM.")
+        where = ""
+        frame = logtext.own_frame(self.log, match.start())
+        if frame:
+            name, line, function, source = frame
+            self.inter["exception_at"] = f"{name} line {line}" + (f", in {function}" if function else "")
+            where = f" at {self.inter['exception_at']}" + (f": `{source[:120]}`" if source else "")
+            self.inter["fix_step"] = f"fix or revert {self.inter['exception_at']}" + (
+                f" (`{source[:80]}`)" if source else "") + " or a layer it uses"
         return "CONFIG_INVALID", ["SHAPE_MISMATCH"], {}, (
-            "Tensor shapes do not agree (" + match.group(0)[:120] + "); a change to the model code "
-            "broke a dimension. Revert or fix that edit.")
+            "Tensor shapes do not agree" + where + " (" + match.group(0)[:120] + "). A change to the "
+            "model code broke a dimension: fix that line (or the layer it uses), or revert the edit.")
 
     def _backend_needs_cuda(self, match):
         return "CONFIG_INVALID", ["BACKEND_NEEDS_CUDA_COMPILE"], self._set("ATTENTION_BACKEND", "sdpa"), (

@@ -151,6 +151,26 @@ def deepest_frame(text):
     return _frame(last) if last else None
 
 
+# Frames in installed code (torch, the standard library) are not where an edit broke something.
+_LIBRARY = re.compile(r"[/\\](?:site-packages|dist-packages|lib[/\\]python[\d.]*)[/\\]|^<")
+
+
+def own_frame(text, end=None):
+    """(file name, line, function, source line) of the deepest traceback frame before `end` that
+    is in the run's own code (train.py, not torch or the standard library), or None."""
+    end = len(text) if end is None else end
+    last = None
+    for match in FRAME.finditer(text, max(0, end - 20000), end):
+        if not _LIBRARY.search(_frame(match)[0]):
+            last = match
+    if last is None:
+        return None
+    path, line, function = _frame(last)
+    rest = text[last.end():last.end() + 400].split("\n")
+    source = rest[1].strip() if len(rest) > 1 and not rest[1].lstrip().startswith("File ") else ""
+    return re.split(r"[/\\]", path)[-1], line, function, source
+
+
 _NOISE = re.compile(r"^\s*(?:\^+|~+|-+|=+|`+|\.\.\.|\(\.\.\.\))?\s*$")
 
 

@@ -256,7 +256,9 @@ OOM_MPS = re.compile(r"MPS allocated: " + _SIZE + r", other allocations: " + _SI
 # `... DEVICE_BATCH_SIZE*MAX_SEQ_LEN=1536` failure.
 BATCH_LINE = re.compile(r"Batch: ([\d,]+) tokens/step = (\d+) x (\d+) x (\d+) accum")
 TOKENS_PER_FWDBWD = re.compile(r"DEVICE_BATCH_SIZE\*MAX_SEQ_LEN=(\d+)")
-STEP = re.compile(r"\bstep[ =:]+(\d+)(?: \(([\d.]+)%\))?")
+# A count per step is a rate, not progress: the template's header says `tokens/step = 8 x ...`
+# before its first step, and reading that as step 8 misdates every crash before training starts.
+STEP = re.compile(r"(?<!/)(?<!per )\bstep[ =:]+(\d+)(?: \(([\d.]+)%\))?")
 LOSS = re.compile(r"\b(?:[Ll]oss|LOSS)\b['\"]?\s*[:=]?\s*([-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|[Nn]a[Nn]|-?[Ii]nf)(?![\w.]))")
 VAL_BPB = re.compile(r"^val_bpb:\s*([\d.]+)", _M)
 ERROR_LINE = re.compile(r"^(?:[\w.]+(?:Error|Exception|Exit|Interrupt)|Killed|Traceback|FAIL)\b.*$", _M)

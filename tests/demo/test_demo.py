@@ -97,6 +97,11 @@ def test_demo_report_opens_in_headless_chromium(demo, tmp_path):
     assert json.loads(attrs.get("data-errors", "[]").replace("&quot;", '"')) == []
     assert int(attrs.get("data-progress-drawn", "0")) == 5
     assert not [line for line in console if "Uncaught" in line or "Error" in line]
+    # what a newcomer must be able to read off the page: the baseline is the median of its two
+    # measurements (so run 1's dot sits off the line), and one real experiment was discarded
+    text = " ".join(re.sub(r"<[^>]+>", " ", dom).split())
+    assert "baseline = median of 2 measurements (runs 1, 2)" in text
+    assert "2 kept, 1 discarded, 1 failed of 4 experiments · 1 re-measurement of kept code not counted" in text
 
 
 def test_demo_refuses_to_overwrite_a_folder_without_force(tmp_path):

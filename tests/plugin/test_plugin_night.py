@@ -2,8 +2,9 @@
 
 The contract as a user runs it: `autoresearch init` in a plain shell, then
 `autoresearch night --foreground --backoff 1 -- --plugin-dir <plugin>` with `claude` on PATH.
-Mid-night the API fails: first "credit balance too low" (400) until the session gives up, then,
-after `night` resumes it, a usage limit (429 with retry-after and a reset time). `night` must
+Mid-night the API fails: first an overload (529) until the session gives up, then, after
+`night` resumes it, a usage limit (429 with retry-after and a reset time); both heal by waiting
+(the errors that do not end the night at once: test_night_checks.py). `night` must
 resume the same session each time (its history intact), wait out the reset, let the loop go on,
 log every start, exit and resume, and end at the iteration budget. The ledger's token figures
 must equal the usage in the session's transcript.
@@ -51,13 +52,13 @@ def runs_in(repo):
 
 
 class Outage:
-    """When the API fails: from the first Stop-hook continuation after two runs, "credit balance too
-    low" until `night` resumes the session; then a usage limit until RESET_S after it began."""
+    """When the API fails: from the first Stop-hook continuation after two runs, "overloaded" (529)
+    until `night` resumes the session; then a usage limit until RESET_S after it began."""
 
     def __init__(self, repo):
         self.repo, self.phase, self.reset_at, self.lock = repo, "ok", None, threading.Lock()
         self.phases = []   # (phase, time) as they began
-        self.served = {"400": 0, "429": 0}
+        self.served = {"529": 0, "429": 0}
 
     def _enter(self, phase):
         self.phase = phase
@@ -67,17 +68,16 @@ class Outage:
         with self.lock:
             if self.phase == "ok" and self.reset_at is None and STOP_MARK in trigger \
                     and len(runs_in(self.repo)) == 2:
-                self._enter("400")
-            elif self.phase == "400" and RESUME_MARK in trigger:
+                self._enter("529")
+            elif self.phase == "529" and RESUME_MARK in trigger:
                 self._enter("429")
                 self.reset_at = time.time() + RESET_S
             elif self.phase == "429" and time.time() >= self.reset_at:
                 self._enter("ok")
             if self.phase in self.served:
                 self.served[self.phase] += 1
-            if self.phase == "400":
-                return APIError(400, "invalid_request_error", "Your credit balance is too low to access the "
-                                "Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.")
+            if self.phase == "529":
+                return APIError(529, "overloaded_error", "Overloaded")
             if self.phase == "429":
                 return APIError(429, "rate_limit_error", "This request would exceed your account's rate limit.",
                                 {"retry-after": "1", "anthropic-ratelimit-unified-status": "rejected",
@@ -225,7 +225,7 @@ def test_night_survives_api_errors_and_ends_at_the_budget(tmp_path, research_rep
     # The loop went on to the budget through both outages.
     runs = runs_in(repo)
     assert [r["run"] for r in runs] == [1, 2, 3] and [r["status"] for r in runs] == ["keep"] * 3
-    assert [p for p, _ in outage.phases] == ["400", "429", "ok"]
+    assert [p for p, _ in outage.phases] == ["529", "429", "ok"]
 
     # One Claude Code session throughout, started by night and owning the research session.
     events = [json.loads(line) for line in (repo / ".autoresearch" / "night.jsonl").read_text().splitlines()]
@@ -235,11 +235,12 @@ def test_night_survives_api_errors_and_ends_at_the_budget(tmp_path, research_rep
     assert {e["session"] for e in events} == {sid}
     assert json.loads((repo / ".autoresearch" / "session.json").read_text())["owner_session"] == sid
     exits = [e for e in events if e["event"] == "exit"]
-    assert "credit balance is too low" in exits[0]["error"].lower() and exits[0]["runs"] == 2
+    assert "529 overloaded" in exits[0]["error"].lower() and exits[0]["runs"] == 2
     assert "429" in exits[1]["error"] and exits[1]["runs"] == 0 and exits[1]["reset_at"] == int(outage.reset_at) * 1000
     assert exits[2]["error"] is None and exits[2]["runs"] == 1
     resumes = [e for e in events if e["event"] == "resume"]
-    assert resumes[0]["wait_s"] == 1 and "credit balance" in resumes[0]["why"].lower()
+    # the backoff (1 s), or Claude Code's own retry delay plus a second when that is longer
+    assert 1 <= resumes[0]["wait_s"] < 5 and "overloaded" in resumes[0]["why"].lower()
     # The usage limit was waited out: the resume came after its reset, and no request before it.
     assert "rate limit resets at" in resumes[1]["why"]
     assert resumes[1]["timestamp"] >= int(outage.reset_at) * 1000
@@ -253,9 +254,9 @@ def test_night_survives_api_errors_and_ends_at_the_budget(tmp_path, research_rep
     assert 'autoresearch run -m \\"offset 0.75\\"' in json.dumps(first_resumed["messages"])
 
     # What ends a session in Claude Code 2.1.332: an API error ends `claude -p` at once (exit 1, a
-    # synthetic "API Error" answer, no Stop hook). The 400 was asked once; the 429 once plus Claude
+    # synthetic "API Error" answer, no Stop hook). The 529 and the 429 were each asked once plus Claude
     # Code's own retry (CLAUDE_CODE_MAX_RETRIES=1 here; 10 by default, honouring retry-after).
-    assert outage.served == {"400": 1, "429": 2}
+    assert outage.served == {"529": 2, "429": 2}
     assert [e["rc"] for e in exits] == [1, 1, 0]
     stream = (repo / ".autoresearch" / "night" / f"{sid}.stream.jsonl").read_text().splitlines()
     results = [e for e in map(json.loads, stream) if e.get("type") == "result"]

@@ -144,10 +144,10 @@ def check_header(cards, s):
         value == f"{_fmt(s['baseline']['metric'])} → {_fmt(s['best']['metric'])}"
     assert sub == f"{s['change']['text']} · baseline run #{s['baseline']['run']} · best run #{s['best']['run']}"
     assert "good" in cls
-    c = s["counts"]
-    failed = c["crash"] + c["timeout"] + c["checks_failed"]
-    assert cards["counts"][1] == (f"{c['keep']} kept, {c['discard']} discarded, {failed} crashed, "
-                                  "timed out or failed checks")
+    e = s["experiments"]   # the rates are of experiments: re-measurements of kept code are not ones
+    assert cards["counts"][1] == (f"{e['keep']} kept, {e['discard']} discarded, {e['failed']} failed of "
+                                  f"{e['runs']} experiments · {e['remeasurements']} re-measurements of kept code "
+                                  "not counted (noise samples)")
     assert cards["runs"][0] == str(s["runs"])
     assert cards["streaks"][0] == f"{s['longest_non_keeps']} runs"
     assert cards["streaks"][1] == f"current streak {s['consecutive_non_keeps']}"

@@ -1,5 +1,6 @@
 """The progress chart shows every run (headless Chromium): in-range runs as points of their
-status, off-scale runs as edge markers with their value, runs without a value as crosses; no
+status, off-scale runs as edge markers with their value, runs without a value as crosses in a
+lane above the plot (apart from the value axis); no
 failure in green; runs per hour only over a span where it means something."""
 
 import html
@@ -48,7 +49,7 @@ def test_every_run_is_drawn_and_the_outlier_sits_on_the_edge(page, tmp_path):
     assert [m[0] for m in marks] == list(range(1, len(plan) + 1)), "a run is missing from the chart"
     kinds = {m[0]: m[2] for m in marks}
     assert kinds[4] == "above"                       # 2.07, off the scale: a marker on the top edge
-    assert kinds[5] == kinds[7] == "no value"        # crash and timeout: crosses along the bottom
+    assert kinds[5] == kinds[7] == "failed lane"     # crash and timeout: crosses in the lane above the plot
     assert kinds[8] == "below"                       # a failed check's 0.09 is not a result: not in the range
     assert all(kinds[n] == "point" for n in kinds if n not in (4, 5, 7, 8))
     assert int(attrs["data-progress-points"]) == sum(1 for k in kinds.values() if k == "point")

@@ -10,6 +10,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -65,9 +67,27 @@ def test_uv_sync_prepare_baseline_and_one_experiment(tmp_path):
     # the fitted tier is committed, so a crashed first baseline cannot reset it away
     assert "committed train.py" in fitted.stdout and sh("git", "status", "--porcelain", "train.py").stdout == ""
 
-    done = run_cli(["run", "--baseline", "-q", "-m", "baseline", "--json"], cwd=lab, env=env, timeout=600)
+    # A shell whose PATH lacks uv (a tmux server's old PATH, say): autoresearch.sh falls back to
+    # python3, here a bare venv without torch, and the baseline crashes on the missing package.
+    # Its next step is `uv sync` (pyproject.toml lists torch; `uv add` would edit that tracked file
+    # and get the next run refused as out of scope), then the baseline again: followed here.
+    bare, shim = tmp_path / "bare", tmp_path / "shim"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    shim.mkdir()
+    (shim / "python3").symlink_to(bare / "bin" / "python3")
+    no_uv = [p for p in env["PATH"].split(os.pathsep) if p and not os.path.exists(os.path.join(p, "uv"))]
+    done = run_cli(["run", "-q", "-m", "baseline"], cwd=lab, env=dict(env, PATH=os.pathsep.join([str(shim), *no_uv])),
+                   timeout=600)
+    assert "run 1: CRASH" in done.stdout and "MISSING_PACKAGE" in done.stdout, done.stdout[-3000:]
+    step = re.search(r"^next: (.*)$", done.stdout, re.M).group(1)
+    assert step.startswith("the baseline did not run: `uv sync` in the research repo"), step
+    assert step.endswith('then record the baseline again: autoresearch run -m "baseline"'), step
+    sh(uv, "sync")
+    assert sh("git", "status", "--porcelain", "--untracked-files=no").stdout == ""   # nothing tracked changed
+    done = run_cli(["run", "-q", "-m", "baseline", "--json"], cwd=lab, env=env, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     baseline = json.loads(done.stdout)
+    assert baseline["status"] == "keep" and baseline["record"]["run"] == 2, baseline
     text = (lab / "train.py").read_text()
     (lab / "train.py").write_text(text.replace("MATRIX_LR = 0.04", "MATRIX_LR = 0.05", 1))
     done = run_cli(["run", "-q", "-m", "a slightly higher Muon learning rate", "--json"], cwd=lab, env=env, timeout=600)
@@ -76,6 +96,8 @@ def test_uv_sync_prepare_baseline_and_one_experiment(tmp_path):
 
     runs = [json.loads(line) for line in (lab / "autoresearch.jsonl").read_text().splitlines()]
     runs = [r for r in runs if "run" in r]
+    assert runs[0]["status"] == "crash" and runs[0]["diagnosis"]["codes"] == ["MISSING_PACKAGE"], runs[0]
+    runs = runs[1:]
     assert [r["status"] for r in runs][0] == "keep", runs
     assert runs[1]["status"] in ("keep", "discard"), runs[1]
     assert 0 < runs[0]["metric"] < 1.0 and 0 < runs[1]["metric"] < 1.0

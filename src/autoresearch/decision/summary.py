@@ -365,6 +365,7 @@ def status_from(repo, config, s, last_runs, total_runs, runs):
         # Discards that re-measured kept code (noise samples), included in counts["discard"].
         "remeasurements": len(s.remeasured),
         "keep_rate": keep_rate(s.counts),
+        "experiments": experiments(s.counts, len(s.remeasured)),
         "baseline": point(s.baseline, s.baseline_value),
         "best": point(s.best, s.best_value),
         "change": s.change.to_json() if s.change else None,
@@ -391,6 +392,32 @@ def status_from(repo, config, s, last_runs, total_runs, runs):
         "budget_spent": spent,
         "night": night_log.summary(repo),
     }
+
+
+FAILED = ("crash", "timeout", "checks_failed", "tampered")
+
+
+def experiments(counts, remeasurements):
+    """What the runs tried, as every view counts it: the runs less the re-measurements of kept
+    code (noise samples: the same code measured again, never an idea), how many of them were
+    kept, discarded or failed (crash, timeout, failed checks, tampered), and the keep rate over
+    the decided ones (kept and discarded). `keep_rate` below stays karpathy's notebook's rate
+    (the export's contract)."""
+    discard = max(0, counts.get("discard", 0) - remeasurements)
+    keep = counts.get("keep", 0)
+    failed = sum(counts.get(k, 0) for k in FAILED)
+    other = sum(v for k, v in counts.items() if k not in ("keep", "discard") and k not in FAILED)
+    return {"runs": keep + discard + failed + other, "keep": keep, "discard": discard, "failed": failed,
+            "remeasurements": remeasurements, "keep_rate": keep / (keep + discard) if keep + discard else None}
+
+
+def experiments_text(e):
+    """The experiments in one line, as status, brief and the report say them."""
+    text = f"{e['keep']} kept, {e['discard']} discarded, {e['failed']} failed"
+    if e["remeasurements"]:
+        n = e["remeasurements"]
+        text += f"; {n} re-measurement{'s' if n != 1 else ''} of kept code (noise samples, not counted)"
+    return text
 
 
 def keep_rate(counts):

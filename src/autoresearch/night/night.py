@@ -11,8 +11,12 @@ When Claude Code exits while the research session is active and budget is left, 
 resumes the same session (`--resume`, history intact) after a wait: `--backoff` seconds,
 doubled after each exit that recorded no new run (up to 30 minutes), and at least until a
 rate limit's stated reset time. It ends when the session is stopped, a budget is spent
-(iterations, time, GPU-hours, cost) or the deadline (`--hours`) passes, and says why. Every
-start, exit, resume and end goes to .autoresearch/night.jsonl.
+(iterations, time, GPU-hours, cost) or the deadline (`--hours`) passes, and says why; at once,
+with the fix, on an API error that waiting will not heal (not logged in, a refused key, a spent
+credit balance: night_checks.py). Before it starts (or detaches) it checks what would make the
+whole night fail (Claude Code's login, the agent's sandbox, the repo's baseline set-up) and
+refuses with one line and the fix. Every start, exit, resume and end goes to
+.autoresearch/night.jsonl.
 
 Outside tmux it starts itself in a detached tmux session and says how to attach; inside tmux,
 or with `--foreground`, it runs in the current terminal. Ctrl-C (or SIGTERM) interrupts Claude
@@ -34,6 +38,7 @@ import uuid
 
 import autoresearch
 from autoresearch import agent_sandbox, errors, output
+from autoresearch.night import night_checks
 from autoresearch.store import ledger, night_log, research, state
 from autoresearch.store.research import now_ms
 
@@ -117,6 +122,11 @@ def cmd_night(args):
     if state.is_locked(_lock_path(repo)):
         raise errors.Refused(f"a night is already running in {repo.root} (see {repo.rel(night_log.path(repo))}); "
                           "`autoresearch stop` ends it")
+    # What would make the whole night fail, said here, in the person's terminal, before it detaches.
+    _, config, runs, _ = research.load(repo, warn=lambda m: None)
+    problem = night_checks.problems(repo, config, claude, len(runs))
+    if problem:
+        raise errors.Refused(problem)
     if not args.foreground and not os.environ.get("TMUX"):
         return _start_in_tmux(repo, args, extra)
     return Night(repo, claude, args, extra).run()
@@ -223,6 +233,7 @@ class Outcome:
         self.error = None         # the API error text Claude Code ended on
         self.reset_ms = None      # a rate limit's stated reset time (epoch ms)
         self.retry_ms = None      # the wait the API asked for (retry-after), from the last retry
+        self.kind = None          # what kind of API error Claude Code named (authentication_failed, billing_error, ...)
 
 
 class Night:
@@ -301,6 +312,10 @@ class Night:
             over = why_over(status, self.deadline_ms)
             if over:
                 return self._end(over, errors.EXIT_OK)
+            permanent = night_checks.permanent(outcome.kind, outcome.error) if outcome.error else None
+            if permanent:   # waiting would not heal it: end now, with the fix where the person looks
+                why, fix = permanent
+                return self._end(f"{why}: {fix}", errors.EXIT_REFUSED, fix=fix, permanent=True)
             failures = 0 if new and not outcome.error else failures + 1
             wait, why = self._wait_for(outcome, failures, new)
             if self.deadline_ms is not None and now_ms() + wait * 1000 >= self.deadline_ms:
@@ -343,8 +358,8 @@ class Night:
             time.sleep(min(0.2, max(0.0, end - time.monotonic())))
         return not self.stopping
 
-    def _end(self, reason, code):
-        night_log.append(self.repo, "end", night=self.id, session=self.session, reason=reason)
+    def _end(self, reason, code, **extra):
+        night_log.append(self.repo, "end", night=self.id, session=self.session, reason=reason, **extra)
         state.write_session(self.repo, night=None)   # the night's own limits end with it
         self._say(f"night {self.id} ended: {reason}")
         status = _status(self.repo)
@@ -455,6 +470,7 @@ class Night:
                     text = " ".join(block["text"].split())
                     if message.get("model") == "<synthetic>":
                         outcome.error = text[:300]
+                        outcome.kind = e.get("error") if isinstance(e.get("error"), str) else outcome.kind
                     print(f"claude: {text[:400]}", flush=True)
                 elif block.get("type") == "tool_use":
                     shown = (block.get("input") or {}).get("command") or (block.get("input") or {}).get("file_path")

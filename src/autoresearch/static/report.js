@@ -175,13 +175,18 @@
         change.word === 'better' ? 'good' : change.word === 'worse' ? 'bad' : null, 'baseline-best'));
     }
     var c = st ? st.counts : s.counts, n = st ? st.runs : s.runs;
-    var failed = (c.crash || 0) + (c.timeout || 0) + (c.checks_failed || 0) + (c.tampered || 0);
-    function rate(k) { return n ? ((c[k] || 0) / n * 100).toFixed(0) + '%' : '–'; }
+    // The rates are of the experiments (status's one figure): a re-measurement of kept code is
+    // a noise sample, not an idea that was discarded.
+    var e = st && st.experiments ? st.experiments : { runs: n, keep: c.keep || 0, discard: c.discard || 0,
+      failed: (c.crash || 0) + (c.timeout || 0) + (c.checks_failed || 0) + (c.tampered || 0), remeasurements: 0 };
+    function rate(k) { return e.runs ? (e[k] / e.runs * 100).toFixed(0) + '%' : '–'; }
     add(box,
       card('runs', String(n), (m.segments.length > 1 ? 'in segment ' + (st ? st.segment : seg.index) + ', ' : '') +
         (c.keep || 0) + ' kept' + (m.segments.length > 1 ? ' · ' + s.runs + ' in all' : ''), null, 'runs'),
-      card('keep / discard / failed', rate('keep') + ' / ' + rate('discard') + ' / ' + (n ? (failed / n * 100).toFixed(0) + '%' : '–'),
-        (c.keep || 0) + ' kept, ' + (c.discard || 0) + ' discarded, ' + failed + ' crashed, timed out or failed checks',
+      card('keep / discard / failed', rate('keep') + ' / ' + rate('discard') + ' / ' + rate('failed'),
+        e.keep + ' kept, ' + e.discard + ' discarded, ' + e.failed + ' failed of ' + e.runs + ' experiments' +
+        (e.remeasurements ? ' · ' + e.remeasurements + ' re-measurement' + (e.remeasurements === 1 ? '' : 's') +
+          ' of kept code not counted (noise samples)' : ''),
         null, 'counts'),
       card('runs per hour', isNum(s.runsPerHour) ? s.runsPerHour.toFixed(1) : '–',
         isNum(s.runsPerHour) ? 'over ' + s.spanHours.toFixed(1) + ' h'
@@ -225,13 +230,17 @@
     checks_failed: { label: 'checks failed', color: '#e377c2', size: 8 }
   };
   var OTHER_STYLE = { color: '#8c564b', size: 8 };
+  STATUS_STYLE.remeasure = { label: 're-measured', color: '#ffffff', size: 8, ring: COLORS.keep };
   function styleOf(status) {
     return STATUS_STYLE[status] || { label: status, color: OTHER_STYLE.color, size: OTHER_STYLE.size };
   }
+  // A run's kind on the chart: its status, except that a re-measurement of kept code (a noise
+  // sample the engine took, not an experiment) is drawn and counted as one.
+  function kindOf(r) { return r.remeasurement ? 'remeasure' : r.status; }
 
   function progressStatuses(runs) {
-    var seen = {}, order = ['discard', 'keep', 'crash', 'timeout', 'checks_failed'];
-    runs.forEach(function (r) { seen[r.status] = (seen[r.status] || 0) + 1; });
+    var seen = {}, order = ['discard', 'keep', 'remeasure', 'crash', 'timeout', 'checks_failed'];
+    runs.forEach(function (r) { var k = kindOf(r); seen[k] = (seen[k] || 0) + 1; });
     Object.keys(seen).sort().forEach(function (s) { if (order.indexOf(s) < 0) order.push(s); });
     return order.filter(function (s) { return seen[s]; }).map(function (s) { return [s, seen[s]]; });
   }
@@ -248,7 +257,7 @@
     function inRange(v) { return isNum(v) && (!yr || (v >= yr[0] && v <= yr[1])); }
     runs.forEach(function (r, i) {
       xs.push(i + 1);
-      statuses.forEach(function (st, k) { columns[k].push(r.status === st[0] && inRange(r.metric) ? r.metric : null); });
+      statuses.forEach(function (st, k) { columns[k].push(kindOf(r) === st[0] && inRange(r.metric) ? r.metric : null); });
       segBest.forEach(function (arr, k) { arr.push(r.segment === k && inRange(r.running_best) ? r.running_best : null); });
     });
     var series = [{ label: 'run' }], data = [xs];
@@ -271,6 +280,7 @@
     var downAt = null;
     var opts = {
       width: chartWidth(el), height: 400, series: series,
+      padding: [LANE_PX + 6, 16, null, null],   // room above the plot for the lane of runs without a value
       scales: { x: { time: false, range: function (u, lo, hi) { return [Math.min(lo, 1) - 0.5, hi + 0.5]; } },
         y: { range: function (u, lo, hi) { return yr ? [yr[0], yr[1]] : [lo, hi]; } } },
       axes: [{ label: 'experiment', incrs: [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 5000, 10000] },
@@ -299,6 +309,40 @@
     };
     state.progress = new uPlot(opts, data, el);
     state.charts++;
+    var note = chartNote(m);
+    if (note) add(el, h('div', 'chart-note', note));
+  }
+
+  // What the chart's marks mean, in words, for the segment shown last.
+  function chartNote(m) {
+    var seg = m.segments.length ? m.segments[m.segments.length - 1] : null, parts = [];
+    var base = seg ? baselineOf(m, seg) : null;
+    if (base) {
+      parts.push('baseline = median of ' + base.values.length + ' measurement' + (base.values.length === 1 ? '' : 's') +
+        ' (run' + (base.runs.length === 1 ? ' ' : 's ') + base.runs.join(', ') + '): ' + fmt(base.median) +
+        (base.band ? ', the band around it is ± the noise threshold ' + fmt(base.band[1] - base.median) +
+          ' a change must beat' : '') + '; each measurement is drawn at its own value');
+    }
+    var remeasured = m.runs.filter(function (r) { return r.remeasurement; }).length;
+    if (remeasured) parts.push('hollow rings: ' + remeasured + ' re-measurement' + (remeasured === 1 ? '' : 's') +
+      ' of kept code (noise samples, not experiments)');
+    var failed = m.runs.filter(function (r) { return !isNum(r.metric); }).length;
+    if (failed) parts.push('× in the lane above the chart: ' + failed + ' run' + (failed === 1 ? '' : 's') +
+      ' without a value (crash, timeout, failed check)');
+    return parts.join(' · ');
+  }
+
+  // The segment's baseline as the decision used it: its measurements (the baseline run and the
+  // re-measurements of its code), their median (the segment's baseline value) and the noise band.
+  function baselineOf(m, seg) {
+    if (!isNum(seg.baseline)) return null;
+    var runs = [], values = [];
+    m.runs.forEach(function (r) {
+      if (r.segment === seg.index && r.baseline_measurement && isNum(r.metric)) { runs.push(r.run); values.push(r.metric); }
+    });
+    if (!runs.length) return null;
+    return { runs: runs, values: values, median: seg.baseline,
+      band: isNum(seg.threshold) ? [seg.baseline - seg.threshold, seg.baseline + seg.threshold] : null };
   }
 
   // ------------------------------------------------------------ waves (runs of a pool)
@@ -364,10 +408,11 @@
   // A status's points; the legend shows the hovered run's value under its own status only.
   function pointSeries(label, color, size, status) {
     return { label: label, stroke: color, fill: color, paths: function () { return null; },
-      points: { show: true, size: size, width: 1, stroke: status === 'discard' ? '#6b6b6b' : color, fill: color },
+      points: { show: true, size: size, width: status === 'remeasure' ? 2 : 1,
+        stroke: status === 'discard' ? '#6b6b6b' : status === 'remeasure' ? COLORS.keep : color, fill: color },
       value: function (u, v, si, i) {
         var runs = state.model.runs, r = i === null || i === undefined ? lastOf(runs, status) : runs[i];
-        if (!r || r.status !== status) return '';
+        if (!r || kindOf(r) !== status) return '';
         if (!isNum(r.metric)) return 'no value';
         return (i === null || i === undefined ? 'last ' : '') + fmt(r.metric);
       } };
@@ -379,17 +424,51 @@
   }
 
   function lastOf(runs, status) {   // the legend's value while the cursor is off the chart
-    for (var j = runs.length - 1; j >= 0; j--) if (runs[j].status === status) return runs[j];
+    for (var j = runs.length - 1; j >= 0; j--) if (kindOf(runs[j]) === status) return runs[j];
     return null;
   }
+
+  var LANE_PX = 22;   // the lane above the plot where runs without a value are drawn
 
   function drawOverlay(u, m, yr) {
     var ctx = u.ctx, dpr = uPlot.pxRatio, runs = m.runs, top = u.bbox.top, bottom = u.bbox.top + u.bbox.height;
     var left = u.bbox.left, right = u.bbox.left + u.bbox.width, marks = [];
+    var laneY = top - (LANE_PX / 2 + 2) * dpr;
     ctx.save();
     ctx.beginPath();
-    ctx.rect(left, top - 2 * dpr, u.bbox.width, u.bbox.height + 4 * dpr);
+    ctx.rect(left, top - LANE_PX * dpr, u.bbox.width, u.bbox.height + (LANE_PX + 2) * dpr);
     ctx.clip();
+    // the baseline as the decision used it: the noise band and the median across its measurements
+    var baselines = [];
+    m.segments.forEach(function (seg) {
+      var base = baselineOf(m, seg);
+      if (!base) return;
+      baselines.push(base);
+      var first = null, last = null;
+      runs.forEach(function (r, i) {
+        if (r.segment !== seg.index) return;
+        if (first === null && r.baseline_measurement) first = i;
+        if (first !== null && isNum(r.running_best) && Math.abs(r.running_best - base.median) <= Math.abs(base.median) * 1e-12) last = i;
+      });
+      if (first === null) return;
+      last = last === null ? first : last;
+      var x0 = u.valToPos(first + 0.6, 'x', true), x1 = u.valToPos(last + 1.4, 'x', true);
+      if (base.band) {
+        var y0 = u.valToPos(base.band[1], 'y', true), y1 = u.valToPos(base.band[0], 'y', true);
+        ctx.fillStyle = 'rgba(44, 160, 44, 0.13)';
+        ctx.fillRect(x0, Math.min(y0, y1), x1 - x0, Math.max(Math.abs(y1 - y0), dpr));
+      }
+      // each measurement joined to the median it makes: why a dot sits off the line
+      ctx.strokeStyle = 'rgba(44, 160, 44, 0.7)'; ctx.lineWidth = dpr; ctx.setLineDash([2 * dpr, 2 * dpr]);
+      var ym = u.valToPos(base.median, 'y', true);
+      runs.forEach(function (r, i) {
+        if (r.segment !== seg.index || !r.baseline_measurement || !isNum(r.metric)) return;
+        var x = u.valToPos(i + 1, 'x', true);
+        ctx.beginPath(); ctx.moveTo(x, u.valToPos(r.metric, 'y', true)); ctx.lineTo(x, ym); ctx.stroke();
+      });
+      ctx.setLineDash([]);
+    });
+    root.setAttribute('data-progress-baseline', JSON.stringify(baselines.length ? baselines[baselines.length - 1] : null));
     // segment boundaries: a new config header starts a new baseline
     ctx.strokeStyle = '#888'; ctx.setLineDash([5 * dpr, 4 * dpr]); ctx.lineWidth = dpr;
     for (var i = 1; i < runs.length; i++) {
@@ -401,15 +480,22 @@
       }
     }
     ctx.setLineDash([]);
+    // the lane of runs without a value, apart from the value axis
+    var anyFailed = runs.some(function (r) { return !isNum(r.metric); });
+    if (anyFailed) {
+      ctx.strokeStyle = '#d0d4d9'; ctx.lineWidth = dpr;
+      ctx.beginPath(); ctx.moveTo(left, top - 1 * dpr); ctx.lineTo(right, top - 1 * dpr); ctx.stroke();
+    }
+    root.setAttribute('data-progress-lane', JSON.stringify({ y: laneY / dpr, plotTop: top / dpr, plotBottom: bottom / dpr }));
     ctx.font = (10 * dpr) + 'px sans-serif'; ctx.textBaseline = 'middle';
     var labelEnd = [-Infinity, -Infinity], xMin = u.scales.x.min, xMax = u.scales.x.max;   // top, bottom
     runs.forEach(function (r, i) {
       var style = styleOf(r.status), visible = i + 1 >= xMin && i + 1 <= xMax;
       var x = u.valToPos(i + 1, 'x', true), d = 4 * dpr, mark;
       if (!isNum(r.metric)) {
-        mark = 'no value';   // a cross along the bottom edge, in the status's colour
+        mark = 'failed lane';   // a cross in the lane above the plot, in the status's colour
         if (visible) {
-          var y = bottom - 7 * dpr;
+          var y = laneY;
           ctx.strokeStyle = style.color; ctx.lineWidth = 2 * dpr;
           ctx.beginPath(); ctx.moveTo(x - d, y - d); ctx.lineTo(x + d, y + d); ctx.moveTo(x + d, y - d); ctx.lineTo(x - d, y + d); ctx.stroke();
         }
@@ -430,34 +516,75 @@
           }
         }
       } else {
-        mark = 'point';   // drawn by uPlot, in its status's series
+        mark = r.baseline_measurement ? 'baseline measurement' : r.remeasurement ? 'remeasurement' : 'point';
       }
       marks.push([r.run, r.status, mark]);
     });
-    // kept runs are labelled with their description (the largest gains when there are many)
+    ctx.restore();
+    if (anyFailed) {   // the lane's name, in the value axis's gutter
+      ctx.save();
+      ctx.fillStyle = '#6a7280'; ctx.font = (10 * dpr) + 'px sans-serif'; ctx.textAlign = 'right'; ctx.textBaseline = 'middle';
+      ctx.fillText('no value', left - 6 * dpr, laneY);
+      ctx.restore();
+    }
+    root.setAttribute('data-progress-labels', JSON.stringify(drawLabels(u, runs)));
+    root.setAttribute('data-progress-canvas', JSON.stringify([u.ctx.canvas.width / dpr, u.ctx.canvas.height / dpr]));
+    return marks;
+  }
+
+  // Kept runs are labelled with their description (the largest gains when there are many), each
+  // label turned so that it stays whole on the canvas: up and right from its point, else down,
+  // else towards the left. Returns [run, x0, y0, x1, y1] of each label in CSS pixels.
+  function drawLabels(u, runs) {
+    var ctx = u.ctx, dpr = uPlot.pxRatio, W = ctx.canvas.width, H = ctx.canvas.height, out = [];
+    var top = u.bbox.top, bottom = u.bbox.top + u.bbox.height, left = u.bbox.left, right = u.bbox.left + u.bbox.width;
     var kept = [];
     runs.forEach(function (r, i) { if (r.status === 'keep' && isNum(r.metric)) kept.push([i, r]); });
     if (kept.length > 40) {
       kept = kept.slice().sort(function (a, b) { return Math.abs(b[1].delta_pct || 0) - Math.abs(a[1].delta_pct || 0); }).slice(0, 40);
+      kept.sort(function (a, b) { return a[0] - b[0]; });
     }
-    ctx.fillStyle = '#1a6e1a'; ctx.font = (10 * dpr) + 'px sans-serif';
-    ctx.textAlign = 'left'; ctx.textBaseline = 'alphabetic';   // uPlot leaves its axis alignment set
+    ctx.save();
+    ctx.fillStyle = '#1a6e1a'; ctx.font = (10 * dpr) + 'px sans-serif'; ctx.textBaseline = 'alphabetic';
+    var angle = Math.PI / 7, cos = Math.cos(angle), sin = Math.sin(angle), fh = 10 * dpr;
     kept.forEach(function (p) {
       var x = u.valToPos(p[0] + 1, 'x', true), y = u.valToPos(p[1].metric, 'y', true);
       if (x < left || x > right || y < top || y > bottom) return;
       var text = p[1].description.length > 38 ? p[1].description.slice(0, 37) + '…' : p[1].description;
-      ctx.save(); ctx.translate(x + 5 * dpr, y - 5 * dpr); ctx.rotate(-Math.PI / 7); ctx.fillText(text, 0, 0); ctx.restore();
+      var w = ctx.measureText(text).width, dx = w * cos, dy = w * sin, gap = 5 * dpr;
+      // four ways: [direction x, direction y]; the first whose box fits the canvas
+      var ways = [[1, -1], [1, 1], [-1, -1], [-1, 1]], box = null, way = null;
+      for (var k = 0; k < ways.length && !box; k++) {
+        var sx = ways[k][0], sy = ways[k][1];
+        var ax = x + sx * gap, ay = y + sy * gap;
+        var bx0 = Math.min(ax, ax + sx * dx) - fh * sin, bx1 = Math.max(ax, ax + sx * dx) + fh * sin;
+        var by0 = Math.min(ay, ay + sy * dy) - fh * cos, by1 = Math.max(ay, ay + sy * dy) + fh * cos * 0.3;
+        if (bx0 >= 0 && bx1 <= W && by0 >= 0 && by1 <= H) { box = [bx0, by0, bx1, by1]; way = [sx, sy, ax, ay]; }
+      }
+      if (!box) return;
+      ctx.save();
+      ctx.translate(way[2], way[3]);
+      // text runs along (sx cos, sy sin): rotate by the angle of that direction, flipped for the left
+      ctx.rotate(way[0] > 0 ? way[1] * angle : -way[1] * angle);
+      ctx.textAlign = way[0] > 0 ? 'left' : 'right';
+      ctx.fillText(text, 0, way[1] > 0 ? fh * 0.8 : 0);
+      ctx.restore();
+      out.push([p[1].run].concat(box.map(function (v) { return Math.round(v / dpr * 10) / 10; })));
     });
     ctx.restore();
-    return marks;
+    return out;
   }
 
   function showHover(i) {
     var el = document.getElementById('hover');
     if (i === null || i === undefined || !state.model.runs[i]) { el.textContent = ''; return; }
-    var r = state.model.runs[i];
+    var r = state.model.runs[i], seg = state.model.segments.filter(function (g) { return g.index === r.segment; })[0];
+    var base = r.baseline_measurement && seg ? baselineOf(state.model, seg) : null;
+    var what = base ? ' · baseline measurement ' + (base.runs.indexOf(r.run) + 1) + ' of ' + base.runs.length +
+      ': the baseline is their median, ' + fmt(base.median)
+      : r.remeasurement ? ' · re-measurement of kept code (a noise sample, not an experiment)' : '';
     el.textContent = '#' + r.run + ' · ' + r.status + (isNum(r.metric) ? ' · ' + fmt(r.metric) : '') +
-      (isNum(r.delta_pct) ? ' (' + deltaText(r.delta_pct) + ')' : '') + ' · ' + r.description;
+      (isNum(r.delta_pct) && !base ? ' (' + deltaText(r.delta_pct) + ')' : '') + what + ' · ' + r.description;
   }
 
   // ------------------------------------------------------------ the runs table
@@ -743,7 +870,8 @@
   function money(v) { return isNum(v) ? '$' + (v >= 100 ? v.toFixed(0) : v.toFixed(2)) : '–'; }
   function renderCost(m) {
     var box = document.getElementById('cost-panel'), led = m.ledger;
-    if (!led || !led.totals) { box.hidden = true; return; }
+    // A night without an agent (the demo, runs from a shell) has nothing to show here: no panel.
+    if (!led || !led.totals || (!led.totals.agent.messages && !led.night)) { box.hidden = true; return; }
     box.hidden = false;
     var t = led.totals, a = t.agent, cards = clear(document.getElementById('cost-cards'));
     add(cards,
@@ -765,7 +893,7 @@
     });
     var el = document.getElementById('cost-curve');
     if (state.costChart) { state.costChart.destroy(); state.costChart = null; }
-    if (!led.perRun.length) return;
+    if (!led.perRun.some(function (r) { return r.cumulative > 0; })) return;   // no cost yet: no empty axis
     var xs = led.perRun.map(function (r) { return r.run; }), ys = led.perRun.map(function (r) { return r.cumulative; });
     state.costChart = new uPlot({
       width: chartWidth(el), height: 220, scales: { x: { time: false } }, legend: { show: true },

@@ -216,9 +216,19 @@ def build_model(root, log_path, kwh_price=DEFAULT_KWH_PRICE, warn=_warn, with_lo
         segments.append(_segment_info(seg.index, seg.config, s))
         before = None
         higher = seg.config is not None and seg.config.direction == "higher"
+        base_code = s.codes.get(s.baseline.run) if s.baseline else None
+        if base_code is not None and len(s.groups.get(base_code) or ()) < 2:
+            base_code = None   # one measurement: the baseline's value is its run's own, nothing to draw apart
         for record, best in zip(seg.runs, s.running_best):
             run = normalise_run(record, seg.index)
             _annotate(run, before, best)
+            # what the chart draws apart: the baseline's own measurements (its value is their
+            # median) and the re-measurements of kept code (noise samples, not experiments)
+            run["baseline_measurement"] = bool(base_code is not None and s.codes.get(record.run) == base_code
+                                               and record.measured)
+            run["remeasurement"] = record.run in s.remeasured
+            if run["remeasurement"]:
+                run["delta_pct"] = None   # the same code as the best measured again: no change to show
             run["cells"] = table_cells(run, higher)
             before = best
             runs.append(run)
@@ -268,7 +278,8 @@ def _segment_info(index, config, s):
                     gainPct=s.change.percent if s.change else None,
                     change=s.change.to_json() if s.change else None,
                     currentNoKeep=s.consecutive_non_keeps, longestNoKeep=s.longest_non_keeps,
-                    counts=s.counts, remeasured=sorted(s.remeasured))
+                    counts=s.counts, remeasured=sorted(s.remeasured),
+                    threshold=_num(s.noise.get("threshold")) if s.noise_measured else None)
     return info
 
 
@@ -709,7 +720,8 @@ def table_cells(r, higher):
     """The text of each column of the runs table for one run of the model (TABLE_COLUMNS' keys)."""
     conf = r.get("confidence")
     return {"run": str(r["run"]), "status": r["status"], "metric": _fmt(r.get("metric")),
-            "delta": _delta_text(r.get("delta_pct"), higher),
+            "delta": (f"re-measurement of run {r['repeat_of']}" if r.get("remeasurement") and r.get("repeat_of")
+                      else _delta_text(r.get("delta_pct"), higher)),
             "confidence": f"{conf:.2f}" if isinstance(conf, _NUMBER) else "",
             "description": r.get("description") or "", "asi": _asi_text(r.get("asi")),
             "diagnosis": _diag_text(r.get("diagnosis")), "duration": _duration(r.get("duration_s")),

@@ -7,7 +7,7 @@
 import argparse
 
 from autoresearch import agent_sandbox, errors, output
-from autoresearch.decision import logcache
+from autoresearch.decision import logcache, summary
 from autoresearch.decision.summary import LAST_RUNS, NOISE_COMMAND, status_from
 from autoresearch.store import ledger, log, night_log, research, state
 
@@ -100,9 +100,12 @@ def status_text(s):
     lines = [f"{s['name'] or 'autoresearch'} — segment {s['segment']}, {s['direction']} "
              f"{s['metric_name']} is better",
              f"runs: {s['runs']} this segment ({s['total_runs']} total): " +
-             ", ".join(f"{k} {v}" for k, v in c.items()) + _remeasured(s)
-             + (f"; keep rate {s['keep_rate']:.1%} (kept of kept, discarded and timed out)"
-                if s.get("keep_rate") is not None else "")]
+             ", ".join(f"{k} {v}" for k, v in c.items())]
+    e = s.get("experiments")
+    if e:
+        lines.append("experiments: " + summary.experiments_text(e)
+                     + (f"; keep rate {e['keep_rate']:.1%} (kept of kept and discarded)"
+                        if e["keep_rate"] is not None else ""))
     if s["baseline"]:
         b = s["baseline"]
         lines.append(f"baseline: run {b['run']} ({b['commit']}) {_fmt(b['metric'], unit)}")
@@ -146,11 +149,6 @@ def pool_line(p):
             "queued" + (f", wave {p['wave_running']} running" if p["wave_running"] else ""))
 
 
-def _remeasured(s):
-    n = s.get("remeasurements")
-    return f"; {n} of the discards re-measured kept code (noise samples)" if n else ""
-
-
 def _short(text, n):
     text = " ".join(str(text or "").split())
     return text if len(text) <= n else text[: n - 1] + "…"
@@ -164,7 +162,9 @@ def brief_text(s):
     lines = [f"AUTORESEARCH — {_short(s['name'], 80)}",
              f"Goal: {s['direction']} {s['metric_name']}{' (' + unit + ')' if unit else ''} is better. "
              f"Segment {s['segment']}, {s['runs']} runs (" +
-             ", ".join(f"{k} {v}" for k, v in s["counts"].items() if v) + _remeasured(s) + ")."]
+             ", ".join(f"{k} {v}" for k, v in s["counts"].items() if v) + ")"
+             + (f"; experiments: {summary.experiments_text(s['experiments'])}" if s.get("experiments") else "")
+             + "."]
     b, best = s["baseline"], s["best"]
     if best:
         lines.append(f"Best: run {best['run']} {_fmt(best['metric'], unit)}{_change_text(s)}: "
