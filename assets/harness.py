@@ -322,7 +322,7 @@ def load_fa3(capability=None):
 
 def fa3_unavailable(error):
     """Why FA3 did not load, in the loader's own words, and what to do about it (one line)."""
-    said = " ".join(str(error).split())
+    said = " ".join(str(error).split()).rstrip(".")
     said = f"{type(error).__name__}: {said[:400]}{'...' if len(said) > 400 else ''}" if said else type(error).__name__
     low = said.lower()
     if isinstance(error, ImportError) and getattr(error, "name", None) == "kernels":
