@@ -1152,7 +1152,7 @@ def evaluate_run(definitions):
     batch = info.get("batch_size") or 8
     t0 = time.time()
     with machine.autocast():
-        val_bpb, karpathy_bpb, tokens = evaluate_split(model, batch, "val", prepare.EVAL_TOKENS)
+        val_bpb, karpathy_bpb, tokens = scored(machine, lambda: evaluate_split(model, batch, "val", prepare.EVAL_TOKENS))
     t1 = time.time()
     if not math.isfinite(val_bpb):
         raise HarnessError(f"val_bpb is {val_bpb}")
@@ -1207,6 +1207,24 @@ def evaluate_run(definitions):
 
 
 _TIMES = {}   # the evaluator's own timings, for summary.json
+
+
+def scored(machine, score):
+    """score() with the evaluator's attention; where FA3 loaded but fails while scoring, once more with
+    SDPA (the same attention, computed exactly) and a note: the budget is spent, the run must stay."""
+    try:
+        return score()
+    except (HarnessError, CausalityError, prepare.PrepareError):
+        raise
+    except Exception as e:
+        if _ATTENTION["backend"] != "fa3":
+            raise
+        first = (str(e).strip().splitlines() or [""])[0][:300]
+        print(f"harness: Flash Attention 3 failed in the evaluator ({type(e).__name__}: {first}); scoring again "
+              "with SDPA, the same attention computed exactly", flush=True)
+        _ATTENTION.update(backend="sdpa", fa3=None)
+        machine.backend, machine.reason = "sdpa", "SDPA with a window mask (FA3 failed in the evaluator)"
+        return score()
 
 
 def rebuild_model(train, model_config, state, device):

@@ -129,3 +129,27 @@ def test_a_finished_fa3_run_is_scored_when_fa3_does_not_load(research_repo, modu
     assert summary["run"]["eval_attention"].startswith("sdpa (") and summary["run"]["attention"] == "fa3"
     assert summary["val_bpb"] == results["sdpa"][1]["val_bpb"]
     assert not os.path.exists(tmp_path / "fa3" / "final_model.pt")   # scored, then deleted as always
+
+
+def test_fa3_that_loads_but_fails_while_scoring_is_scored_again_with_sdpa(h, modules, capsys):
+    """A kernel that loaded but does not run here (the device boundary: FA3 needs a GPU, so a
+    stand-in raises what CUDA raises): the val split is scored with SDPA, with a note."""
+    prepare, train = modules
+    model = tiny_gpt(train, prepare.prepared_vocab_size(), seq_len=prepare.MAX_SEQ_LEN)
+
+    def no_kernel_image(*args, **kwargs):
+        raise RuntimeError("CUDA error: no kernel image is available for execution on the device")
+
+    score = lambda: h.evaluate_split(model, 2, "val", 2 * prepare.MAX_SEQ_LEN)   # noqa: E731
+    expected = score()
+    machine = h.Machine(torch.device("cpu"), torch.float32, False, "fa3", "Flash Attention 3, as in training",
+                        "cpu", None)
+    saved = dict(h._ATTENTION)
+    h._ATTENTION.update(backend="fa3", fa3=type("FA3", (), {"flash_attn_func": staticmethod(no_kernel_image)}))
+    try:
+        assert h.scored(machine, score) == expected
+    finally:
+        h._ATTENTION.clear()
+        h._ATTENTION.update(saved)
+    assert machine.backend == "sdpa"
+    assert "Flash Attention 3 failed in the evaluator (RuntimeError: CUDA error: no kernel image" in capsys.readouterr().out
