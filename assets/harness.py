@@ -1145,7 +1145,7 @@ def evaluate_run(definitions):
                            f"{config.get('sequence_len')}; the harness evaluates vocab {vocab}, context "
                            f"{prepare.MAX_SEQ_LEN} (take both from prepare.py)")
     model_config = train.GPTConfig(**config)
-    windowed = True   # the evaluator never uses FlexAttention, so this only decides fa3 vs sdpa
+    windowed = True   # unused by the evaluator: eval_attention follows what training used
     requested = info.get("attention") if info.get("attention") in ("fa3", "sdpa", "flex") else "auto"
     machine = setup(windowed, attention=requested, dtype=_dtype_name(info.get("dtype")), for_eval=True)
     model = rebuild_model(train, model_config, saved["state_dict"], machine.device)
