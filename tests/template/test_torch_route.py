@@ -10,7 +10,6 @@ failed only there, and that the index and source entries are exactly right.
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from autoresearch.setup import torch_route
 from tests.conftest import require_tool, run_cli
 
 from .template_helpers import ROOT
+from gitrepo import git, git_repo
 
 tomllib = pytest.importorskip("tomllib")
 
@@ -48,15 +48,12 @@ def _uv():
 
 
 def init_ml(tmp_path, fake_bin=None, uv=None, timeout=600):
-    lab = tmp_path / "lab"
-    lab.mkdir()
-    subprocess.run(["git", "init", "-q"], cwd=lab, check=True)
+    lab = git_repo(tmp_path / "lab")
     path = [str(fake_bin)] if fake_bin else []
     path += [str(Path(uv).parent)] if uv else []
     env = {k: v for k, v in os.environ.items() if not k.startswith(("UV_", "VIRTUAL_ENV"))}
     env.update(PATH=os.pathsep.join(path + [_path_without("uv", "nvidia-smi")]), AUTORESEARCH_HOME=str(ROOT),
-               UV_CACHE_DIR=str(tmp_path / "uv-cache"),   # cold: the lock resolves against the index itself
-               GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
+               UV_CACHE_DIR=str(tmp_path / "uv-cache"))   # cold: the lock resolves against the index itself
     done = run_cli(["init", "--template", "ml", "--noise-runs", "1", "--json"], cwd=lab, env=env, timeout=timeout)
     return lab, done
 
@@ -79,7 +76,7 @@ def test_a_current_driver_keeps_the_package_index_and_init_locks_it(tmp_path):
     assert out["torch"]["build"] == "index" and out["torch"]["driver"] == "580.95.05"
     assert out["lock"]["locked"], out["lock"]
     assert (lab / "pyproject.toml").read_text() == TEMPLATE
-    tracked = subprocess.run(["git", "ls-files"], cwd=lab, capture_output=True, text=True).stdout.split()
+    tracked = git(lab, "ls-files").stdout.split()
     assert "uv.lock" in tracked and "pyproject.toml" in tracked
     [torch] = packages(lab, "torch")
     assert torch["version"] == "2.13.0" and torch["source"] == {"registry": "https://pypi.org/simple"}
