@@ -307,7 +307,8 @@ def pick_device():
         raise HarnessError(
             f"nvidia-smi sees {gpus[0]} but torch {torch.__version__} cannot use CUDA "
             f"(built for CUDA {torch.version.cuda or 'none: a CPU build'}); training would run on the CPU. "
-            "Fix: `uv sync` (pyproject.toml pins a CUDA 12.8 torch) or update the NVIDIA driver; "
+            "Fix: `uv sync` (torch's CUDA 13.0 build from the package index, or the CUDA 12.6 build that "
+            "`autoresearch init` picks for a driver older than 580) or update the NVIDIA driver; "
             "to train on the CPU anyway set AUTORESEARCH_DEVICE=cpu")
     if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
         return torch.device("mps")
@@ -356,21 +357,49 @@ def compile_for(kind, capability=None, requested="auto", triton=True):
     return kind == "cuda" and bool(capability) and capability >= (7, 0) and triton
 
 
-def load_fa3(capability):
-    """Flash Attention 3: the pip build if installed, else the kernel hub (fetched once, then cached)."""
+# Flash Attention 3 from the kernel hub: a repo of a publisher `kernels` trusts, at a pinned major
+# version (`kernels` 0.15+ refuses a load without one). Version 1 carries stable-ABI builds (torch
+# 2.9 and newer, CUDA 12.6 to 13.0), which `kernels` selects from 0.15.1 on (pyproject.toml's bound).
+FA3_REPO = "kernels-community/flash-attn3"
+FA3_VERSION = 1
+
+
+def load_fa3(capability=None):
+    """Flash Attention 3: the pip build if installed, else the kernel hub's (fetched once, then cached)."""
     try:
         import flash_attn_interface
         return flash_attn_interface
     except ImportError:
         pass
     from kernels import get_kernel
-    repo = "varunneal/flash-attention-3" if capability == (9, 0) else "kernels-community/flash-attn3"
-    return get_kernel(repo).flash_attn_interface
+    kernel = get_kernel(FA3_REPO, version=FA3_VERSION)
+    return getattr(kernel, "flash_attn_interface", kernel)
+
+
+def fa3_unavailable(error):
+    """Why FA3 did not load, in the loader's own words, and what to do about it (one line)."""
+    said = " ".join(str(error).split()).rstrip(".")
+    said = f"{type(error).__name__}: {said[:400]}{'...' if len(said) > 400 else ''}" if said else type(error).__name__
+    low = said.lower()
+    if isinstance(error, ImportError) and getattr(error, "name", None) == "kernels":
+        fix = "`uv sync` installs the `kernels` package (Linux x86_64), or `pip install 'kernels>=0.15.1'`"
+    elif "offline" in low or "local cache" in low:
+        fix = (f"let one run reach huggingface.co (unset HF_HUB_OFFLINE) so {FA3_REPO} v{FA3_VERSION} is "
+               "downloaded into the Hugging Face cache; later runs load it offline")
+    elif "build variant" in low:
+        fix = ("no build of the kernel fits this torch/CUDA: `uv sync` (the template pins `kernels>=0.15.1`, "
+               "which selects the stable-ABI builds for torch 2.13)")
+    elif "trust" in low or "publisher" in low:
+        fix = f"{FA3_REPO} is published by a trusted publisher; update `kernels` (`uv sync`)"
+    else:
+        fix = "check the message above; ATTENTION_BACKEND='flex' or 'sdpa' in train.py skips FA3"
+    return f"{said}. Fix: {fix}"
 
 
 def pick_attention(kind, capability, compiled, windowed, requested="auto", fa3_loader=load_fa3):
-    """Return (backend, fa3 module or None, reason)."""
-    fa3_error = ""
+    """Return (backend, fa3 module or None, reason). Where FA3 was wanted but did not load, this
+    prints the loader's own message and what to do, then falls back."""
+    fa3_error = None
     if requested == "fa3" or (requested == "auto" and capability == (9, 0)):
         if kind != "cuda" or not capability or capability < (8, 0):
             raise HarnessError("ATTENTION_BACKEND='fa3' needs an Ampere or newer NVIDIA GPU; set 'auto'")
@@ -379,13 +408,34 @@ def pick_attention(kind, capability, compiled, windowed, requested="auto", fa3_l
         except Exception as e:
             if requested == "fa3":
                 raise HarnessError(f"ATTENTION_BACKEND='fa3' but Flash Attention 3 is unavailable "
-                                   f"({type(e).__name__}: {e}); `uv sync` installs `kernels`, or set 'auto'")
-            fa3_error = f"FA3 unavailable ({type(e).__name__}), "
+                                   f"({fa3_unavailable(e)}); or set 'auto'") from None
+            fa3_error = fa3_unavailable(e)
     if requested == "flex" or (requested == "auto" and capability and capability >= (8, 0) and compiled and windowed):
         if not (kind == "cuda" and compiled):
             raise HarnessError("ATTENTION_BACKEND='flex' needs CUDA and torch.compile; set 'auto' or 'sdpa'")
-        return "flex", None, fa3_error + "sliding windows via FlexAttention"
-    return "sdpa", None, fa3_error + ("SDPA with a window mask" if windowed else "SDPA causal")
+        backend, reason = "flex", "sliding windows via FlexAttention"
+    else:
+        backend, reason = "sdpa", "SDPA with a window mask" if windowed else "SDPA causal"
+    if fa3_error:
+        print(f"harness: Flash Attention 3 did not load, so training uses {backend}: {fa3_error}", flush=True)
+        reason = f"FA3 unavailable, {reason}"
+    return backend, None, reason
+
+
+def eval_attention(trained, kind, capability, fa3_loader=load_fa3):
+    """(backend, fa3 module or None, reason, note) for the evaluator, which runs eagerly: FA3 where
+    training used it and it loads here, else SDPA with the same window mask (exact attention, no
+    compile needed). Never raises: the training budget is already spent."""
+    if trained == "fa3":
+        try:
+            return "fa3", fa3_loader(capability), "Flash Attention 3, as in training", None
+        except Exception as e:
+            note = (f"harness: the evaluator scores with SDPA instead of Flash Attention 3, which training used: "
+                    f"FA3 did not load here ({fa3_unavailable(e)})")
+            return "sdpa", None, "SDPA with a window mask (FA3 did not load in the evaluator)", note
+    if trained == "flex":
+        return "sdpa", None, "SDPA with a window mask (training used FlexAttention, which needs torch.compile)", None
+    return "sdpa", None, "SDPA with a window mask (evaluation)", None
 
 
 def device_key(device, current_index=None):
@@ -437,11 +487,13 @@ def setup(windowed, attention="auto", dtype="auto", compile="auto", for_eval=Fal
         torch.backends.cudnn.allow_tf32 = True
         tf32 = True
     compiled = False if for_eval else compile_for(device.type, capability, compile, triton_available())
-    # The evaluator runs eagerly: FA3 where training used it, else SDPA (a dense window mask).
-    backend, fa3, reason = pick_attention(device.type, capability, compiled, windowed,
-                                          "sdpa" if for_eval and attention == "flex" else attention)
-    if for_eval and backend == "flex":
-        backend, reason = "sdpa", "SDPA with a window mask (evaluation)"
+    if for_eval:
+        backend, fa3, reason, note = eval_attention(attention, device.type, capability)
+    else:
+        backend, fa3, reason = pick_attention(device.type, capability, compiled, windowed, attention)
+        note = None
+    if note:   # in the run's output, next to the val_bpb it concerns
+        print(note, flush=True)
     _ATTENTION.update(backend=backend, fa3=fa3)
     peak = prepare.peak_flops(name, "tf32" if chosen_dtype == torch.float32 and tf32 else chosen_dtype)
     return Machine(device, chosen_dtype, compiled, backend, reason, name, peak)
@@ -741,12 +793,21 @@ def _logits(model, x, vocab):
         shape = tuple(out.shape) if type(out) is torch.Tensor else type(out).__name__
         raise HarnessError(f"model(idx) must return logits of shape (B, T, {vocab}); got {shape}. "
                            "The harness calls the model on inputs only and computes the loss itself")
-    return out.float()
+    return out
+
+
+# Logits per cross-entropy call (64 MiB in fp32): the loss is taken over slices of the rows, so the
+# evaluator never holds a second copy of vocab x tokens (in fp32 or as log-probabilities).
+LOSS_CHUNK_ELEMENTS = 1 << 24
 
 
 def token_losses(model, x, y, vocab):
-    logits = _logits(model, x, vocab)
-    return _CROSS_ENTROPY(logits.view(-1, vocab), y.reshape(-1), reduction="none").view(y.shape)
+    logits = _logits(model, x, vocab).reshape(-1, vocab)
+    targets = y.reshape(-1)
+    rows = max(1, LOSS_CHUNK_ELEMENTS // vocab)
+    losses = [_CROSS_ENTROPY(part.float(), t, reduction="none")
+              for part, t in zip(logits.split(rows), targets.split(rows))]
+    return torch.cat(losses).view(y.shape)
 
 
 @torch.no_grad()
@@ -1102,7 +1163,7 @@ def generate(model, tokenizer, prompt, n_tokens, vocab, temperature=0.8, seed=42
     ids = tokenizer.encode(prompt, prepend=tokenizer.get_bos_token_id())
     for _ in range(n_tokens):
         context = torch.tensor([ids[-prepare.MAX_SEQ_LEN:]], device=device)
-        logits = _logits(model, context, vocab)[0, -1].cpu()
+        logits = _logits(model, context, vocab)[0, -1].float().cpu()
         probs = torch.softmax(logits / temperature, dim=-1)
         ids.append(int(torch.multinomial(probs, 1, generator=gen)))
     return tokenizer.decode(ids[1:])
@@ -1144,17 +1205,14 @@ def evaluate_run(definitions):
                            f"{config.get('sequence_len')}; the harness evaluates vocab {vocab}, context "
                            f"{prepare.MAX_SEQ_LEN} (take both from prepare.py)")
     model_config = train.GPTConfig(**config)
-    windowed = True   # the evaluator never uses FlexAttention, so this only decides fa3 vs sdpa
+    windowed = True   # unused by the evaluator: eval_attention follows what training used
     requested = info.get("attention") if info.get("attention") in ("fa3", "sdpa", "flex") else "auto"
     machine = setup(windowed, attention=requested, dtype=_dtype_name(info.get("dtype")), for_eval=True)
-    with torch.device(machine.device), _guarded():
-        model = train.GPT(model_config)
-        model.load_state_dict(saved["state_dict"], strict=True)
-        model.eval()
+    model = rebuild_model(train, model_config, saved["state_dict"], machine.device)
     batch = info.get("batch_size") or 8
     t0 = time.time()
     with machine.autocast():
-        val_bpb, karpathy_bpb, tokens = evaluate_split(model, batch, "val", prepare.EVAL_TOKENS)
+        val_bpb, karpathy_bpb, tokens = scored(machine, lambda: evaluate_split(model, batch, "val", prepare.EVAL_TOKENS))
     t1 = time.time()
     if not math.isfinite(val_bpb):
         raise HarnessError(f"val_bpb is {val_bpb}")
@@ -1193,7 +1251,8 @@ def evaluate_run(definitions):
     print(f"settings_fingerprint: {int(prepare.settings_fingerprint(), 16)}")
     sys.stdout.flush()
     summary.update(settings=prepare.settings(), fingerprint=prepare.settings_fingerprint(), eval_tokens=tokens,
-                   run={k: info.get(k) for k in ("device", "dtype", "attention", "compile", "mfu_peak_known")},
+                   run={**{k: info.get(k) for k in ("device", "dtype", "attention", "compile", "mfu_peak_known")},
+                        "eval_attention": f"{machine.backend} ({machine.reason})"},
                    config=config, evaluated_by="harness.py")
     _atomic(os.path.join(folder, SUMMARY_FILE), lambda f: json.dump(summary, f, indent=1), "w")
     _atomic(os.path.join(folder, SAMPLE_FILE), lambda f: f.write(sample_text + "\n"), "w")
@@ -1208,6 +1267,46 @@ def evaluate_run(definitions):
 
 
 _TIMES = {}   # the evaluator's own timings, for summary.json
+
+
+def scored(machine, score):
+    """score() with the evaluator's attention; where FA3 loaded but fails while scoring, once more with
+    SDPA (the same attention, computed exactly) and a note: the budget is spent, the run must stay."""
+    try:
+        return score()
+    except (HarnessError, CausalityError, prepare.PrepareError):
+        raise
+    except Exception as e:
+        if _ATTENTION["backend"] != "fa3":
+            raise
+        first = (str(e).strip().splitlines() or [""])[0][:300]
+        print(f"harness: Flash Attention 3 failed in the evaluator ({type(e).__name__}: {first}); scoring again "
+              "with SDPA, the same attention computed exactly", flush=True)
+        _ATTENTION.update(backend="sdpa", fa3=None)
+        machine.backend, machine.reason = "sdpa", "SDPA with a window mask (FA3 failed in the evaluator)"
+        return score()
+
+
+def rebuild_model(train, model_config, state, device):
+    """train.py's GPT with the trained weights, each tensor in the dtype training left it in (train.py
+    casts the embedding tables to bf16 on CUDA: rebuilt in fp32 the residual stream would run in
+    another dtype than the one that trained)."""
+    with torch.device(device), _guarded():
+        model = train.GPT(model_config)
+    with _guarded():   # the model's own methods are train.py's code
+        match_dtypes(model, state)
+        model.load_state_dict(state, strict=True)
+        model.eval()
+    return model
+
+
+def match_dtypes(model, state):
+    """Cast each parameter and buffer of `model` to the floating dtype of the same entry in `state`."""
+    for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
+        saved = state.get(name)
+        if (isinstance(saved, torch.Tensor) and saved.is_floating_point() and tensor.is_floating_point()
+                and saved.dtype != tensor.dtype):
+            tensor.data = tensor.data.to(saved.dtype)
 
 
 def _dtype_name(name):

@@ -5,8 +5,8 @@ each variant times forward + backward + optimizer steps after a warm-up (compila
 
     sssl-flex   WINDOW_PATTERN "SSSL" through FlexAttention (the default on Ampere/Ada)
     l-sdpa      every layer full context through SDPA's flash kernel
-    sssl-fa3    "SSSL" through Flash Attention 3 from the kernel hub (sm_89 build:
-                kernels-community/flash-attn3; sm_90: varunneal/flash-attention-3)
+    sssl-fa3    "SSSL" through Flash Attention 3 from the kernel hub (kernels-community/flash-attn3,
+                version 1, as harness.load_fa3 loads it)
     sssl-sdpa   "SSSL" through SDPA with a dense window mask (what a window costs without a kernel)
 
 Run from a prepared research repo (so the tokenizer's vocabulary is the real one):

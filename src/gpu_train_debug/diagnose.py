@@ -471,8 +471,9 @@ class _Diagnosis:
                 "nearest supported one (10.3.0 for RDNA2, 11.0.0 for RDNA3); with an integrated and a "
                 "discrete GPU, pick the discrete one with HIP_VISIBLE_DEVICES.")
         return "GPU_UNSUPPORTED", ["TORCH_ARCH_UNSUPPORTED"], {}, (
-            "This PyTorch build has no kernels for the GPU's architecture (for Blackwell, sm_100/"
-            "sm_120, install a CUDA 12.8+ wheel). No train.py constant fixes it.")
+            "This PyTorch build has no kernels for the GPU's architecture (Blackwell, sm_100/sm_120, "
+            "needs a CUDA 12.8 or newer build: for torch 2.13 the CUDA 13.0 one, the package index's "
+            "default, with NVIDIA driver 580+). No train.py constant fixes it.")
 
     def _bf16(self, match):
         return "DTYPE_UNSUPPORTED", ["BF16_UNSUPPORTED"], self._set("DTYPE", "float16"), (

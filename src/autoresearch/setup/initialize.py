@@ -13,6 +13,7 @@ import shutil
 from autoresearch import agent_sandbox, errors, metrics, output
 from autoresearch.decision import decide
 from autoresearch.pipeline import recovery
+from autoresearch.setup import torch_route
 from autoresearch.store import gitops, log, research, state
 from autoresearch.store.research import now_ms
 
@@ -123,18 +124,20 @@ def _fraction(text):
 
 def cmd_init(args):
     cwd = os.getcwd()
+    route = None
     if args.template == "ml":
         _template_home()   # refuse before anything is created
+        route = _torch_route(gitops.toplevel(cwd) or cwd)
     root = gitops.toplevel(cwd)
     if root is not None:
-        return _init_in(research.Repo(root), args)
+        return _init_in(research.Repo(root), args, route)
     if not args.git_init:
         raise errors.Refused(f"{cwd} is not a git repository; run `git init` first, or pass --git-init "
                           "to let `autoresearch init` create it")
     gitops.init_repo(cwd)
     repo = research.Repo(gitops.toplevel(cwd))
     try:
-        return _init_in(repo, args)
+        return _init_in(repo, args, route)
     except (errors.Refused, errors.UsageError):
         # A refusal records nothing: take back the repository this call created.
         shutil.rmtree(os.path.join(repo.root, ".git"), ignore_errors=True)
@@ -142,7 +145,7 @@ def cmd_init(args):
         raise
 
 
-def _init_in(repo, args):
+def _init_in(repo, args, route=None):
     settings = _settings(args, repo)
     settings["prices"] = _prices(args.prices)
     lock = state.Lock(repo.lock)
@@ -154,9 +157,10 @@ def _init_in(repo, args):
         if config is not None or runs:
             recovery.recover(repo, records, runs, segment, output.warn)
         copied = _copy_template(repo) if args.template == "ml" else []
+        locked = _write_torch_route(repo, route) if route and "pyproject.toml" in copied else None
         _check_paths(repo, settings)
         research.ensure_ignored(repo)
-        committed = _commit_start(repo, settings, copied)
+        committed = _commit_start(repo, settings, copied + (["uv.lock"] if locked and locked.locked else []))
         segment = sum(1 for r in log.load(repo.log, warn=output.warn).records if isinstance(r, log.Config))
         header = _header(repo, args, settings, segment)
         log.append(repo.log, header)
@@ -165,7 +169,8 @@ def _init_in(repo, args):
         agent_settings = agent_sandbox.write_project_settings(repo.root, header.fixed)
     finally:
         lock.release()
-    text = _summary(header, copied, committed, segment) + "\n  " + agent_sandbox.mode_line(checked=False) + \
+    text = _summary(header, copied, committed, segment, route, locked) + "\n  " + \
+        agent_sandbox.mode_line(checked=False) + \
         f"\n  Claude Code settings for the agent: {repo.rel(str(agent_settings))} (a running session applies them " \
         "after a moment)"
     dirty = [p for p in gitops.changed_tracked(repo.root, "HEAD") if not research.in_scope(p, settings["scope"])]
@@ -173,6 +178,7 @@ def _init_in(repo, args):
         output.warn(f"files outside the scope have uncommitted changes ({', '.join(dirty[:5])}); "
                     "commit or revert them, or `run` will refuse")
     output.emit(args, text, {"ok": True, "segment": segment, "config": header.to_json(), "copied": copied,
+                             "torch": route.to_json() if route else None, "lock": vars(locked) if locked else None,
                              "committed": committed})
     return errors.EXIT_OK
 
@@ -296,6 +302,38 @@ def _copy_template(repo):
     return copied
 
 
+def _torch_route(root):
+    """The torch build for this machine's NVIDIA driver (None when the repo keeps a pyproject.toml of
+    its own); a driver too old for the pinned torch is refused here, before anything is written."""
+    if os.path.exists(os.path.join(root, "pyproject.toml")):
+        return None
+    gpu, problem = torch_route.query_gpu()
+    if problem:
+        output.warn(f"{problem}; torch comes from the package index")
+    try:
+        return torch_route.decide(gpu)
+    except torch_route.DriverTooOld as exc:
+        raise errors.Refused(str(exc)) from None
+
+
+def _write_torch_route(repo, route):
+    """The copied pyproject.toml as this machine needs it, then `uv lock` where uv is installed
+    (uv.lock joins the template's commit, so every run of the night syncs the same versions)."""
+    path = os.path.join(repo.root, "pyproject.toml")
+    with open(path, encoding="utf-8") as f:
+        template = f.read()
+    text = torch_route.pyproject_text(template, route)
+    if text != template:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    if os.path.exists(os.path.join(repo.root, "uv.lock")):
+        return None   # the repo's own lock: never replaced
+    result = torch_route.lock(repo.root)
+    if not result.locked and shutil.which("uv"):
+        output.warn(result.problem)
+    return result
+
+
 def _commit_start(repo, settings, copied):
     """Commit copied template files and untracked fixed files, so HEAD holds the harness."""
     tracked = set(gitops.git(repo.root, "ls-files", "-z").split("\0"))
@@ -344,7 +382,7 @@ def _header(repo, args, s, segment):
     )
 
 
-def _summary(h, copied, committed, segment):
+def _summary(h, copied, committed, segment, route=None, locked=None):
     lines = [f"autoresearch: segment {segment} started: {h.name}",
              f"  metric {h.metric_name} ({h.direction} is better{', ' + h.metric_unit if h.metric_unit else ''})",
              f"  command: {h.command}  (timeout {h.timeout_s:g} s)",
@@ -353,6 +391,11 @@ def _summary(h, copied, committed, segment):
         lines.append(f"  fixed (checked before every run): {' '.join(h.fixed)}")
     if copied:
         lines.append(f"  copied the template: {' '.join(copied)}")
+    if route:
+        lines.append(f"  torch: {route.why}")
+    if locked:
+        lines.append(f"  locked the environment: uv.lock ({locked.seconds:.1f} s)" if locked.locked
+                     else f"  not locked: {locked.problem}")
     if committed:
         lines.append(f"  committed {committed[:7]}")
     from autoresearch.isolation import sandbox
