@@ -32,7 +32,7 @@ import threading
 import time
 import uuid
 
-from autoresearch import cli, ledger, night_log, output, research, state
+from autoresearch import cli, launch, ledger, night_log, output, research, state
 from autoresearch.research import now_ms
 
 MAX_BACKOFF_S = 1800.0
@@ -183,7 +183,9 @@ def _start_in_tmux(repo, args, extra):
     name = tmux_name(repo)
     if subprocess.run([tmux, "has-session", "-t", f"={name}"], capture_output=True).returncode == 0:
         raise cli.Refused(f"tmux session {name} exists already; attach with `tmux attach -t {name}` or end it")
-    argv = [sys.executable, "-m", "autoresearch", "night", "--foreground", "--backoff", f"{args.backoff:g}"]
+    # Isolated (launch.py): the window's working folder is the research repo, and `python -m`
+    # would put it first on sys.path (an `autoresearch/` folder there would run instead).
+    argv = launch.engine_argv("night", "--foreground", "--backoff", f"{args.backoff:g}")
     for flag, value in (("--hours", args.hours), ("--max-cost", args.max_cost),
                         ("--max-gpu-hours", args.max_gpu_hours), ("--prompt", args.prompt)):
         if value is not None:

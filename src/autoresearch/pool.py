@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 
-from autoresearch import cli, decide, gitops, output, research, state
+from autoresearch import cli, decide, gitops, launch, output, research, state
 from autoresearch.files import read_json, write_json_atomic
 from autoresearch.research import now_ms
 
@@ -223,7 +223,8 @@ def cmd_up(args):
     if not args.address:
         # A local head listens on 127.0.0.1 only (Ray otherwise binds every interface).
         env["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-    command = [python, "-m", "autoresearch.pool_runner", "--repo", repo.root]
+    # Isolated (launch.py): started in the research repo, `python -m` would put that folder first.
+    command = launch.module_argv("autoresearch.pool_runner", "--repo", repo.root, python=python)
     if args.address:
         command += ["--address", args.address]
     if args.gpus:
@@ -257,7 +258,7 @@ def _has_ray(python):
     if os.path.realpath(python) == os.path.realpath(sys.executable):
         return importlib.util.find_spec("ray") is not None
     try:
-        return subprocess.run([python, "-c", "import importlib.util,sys;"
+        return subprocess.run([python, "-I", "-c", "import importlib.util,sys;"
                                "sys.exit(importlib.util.find_spec('ray') is None)"],
                               capture_output=True, timeout=60).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
