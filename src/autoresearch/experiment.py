@@ -22,7 +22,7 @@ from autoresearch import (cli, decide, earlyabort, errors, gitops, integrity, lo
                           recovery, research, state, summary, workspace)
 from autoresearch.errors import Interrupted
 from autoresearch.files import write_atomic
-from autoresearch.measure import measure, run_env
+from autoresearch.measure import Measurement, measure, run_env
 from autoresearch.plan import Request, make_plan
 from autoresearch.record import TRAPPED, record
 from autoresearch.research import now_ms
@@ -165,6 +165,14 @@ def lean(args):
         return True
 
 
+def _not_started(run, run_dir, forged):
+    """The Measurement of a run whose benchmark was not started (its snapshot's fixed files
+    were not the recorded ones); output.log says why."""
+    text = "autoresearch: the benchmark was not started: " + integrity.summary(forged) + "\n"
+    write_atomic(os.path.join(run_dir, "output.log"), text, durable=False)
+    return Measurement(run, run_dir, None, False, 0.0, None)
+
+
 @dataclass
 class Outcome:
     """One recorded run and what its result says beyond the record."""
@@ -246,6 +254,10 @@ class Experiment:
             current.update(phase="benchmark", token=ws.token)
             state.write_current(repo, current)
             guard = integrity.record(repo, self.config, ws.cwd)
+            forged = integrity.snapshot_forged(guard, self.config)
+            if forged:   # the fixed files measured must be the ones init recorded: nothing runs
+                return self._judge(plan, run, run_dir, commit, repeat_of, pending, _not_started(run, run_dir, forged),
+                                   ws, forged, []), commit
             watcher = Watch(run_dir, self._abort_checker(repeat_of, pending))
             m = measure(self.config, run, run_dir, ws.cwd, echo=self.echo, on_start=started, on_phase=phase,
                         env=ws.env, preexec=ws.preexec, watch=watcher)

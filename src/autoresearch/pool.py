@@ -430,7 +430,7 @@ def _commit_scope(root, head, scope, message):
         env = dict(os.environ, GIT_INDEX_FILE=os.path.join(tmp, "index"))
 
         def g(*a):
-            p = subprocess.run(gitops.command(*a), cwd=root, env=env, capture_output=True, text=True)
+            p = subprocess.run(gitops.command(*a), cwd=root, env=gitops.environ(env), capture_output=True, text=True)
             if p.returncode != 0:
                 raise gitops.GitError(f"git {' '.join(a[:2])}: {p.stderr.strip()}")
             return p.stdout.strip()

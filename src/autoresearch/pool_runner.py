@@ -620,7 +620,8 @@ def _rebase(root, cand, parent):
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, GIT_INDEX_FILE=os.path.join(tmp, "index"))
         def g(*args, input=None):
-            p = subprocess.run(gitops.command(*args), cwd=root, env=env, capture_output=True, text=True, input=input)
+            p = subprocess.run(gitops.command(*args), cwd=root, env=gitops.environ(env), capture_output=True, text=True,
+                               input=input)
             return p.stdout.strip() if p.returncode == 0 else None
         if g("read-tree", parent) is None or g("apply", "--cached", "--3way", input=diff + "\n") is None:
             return None

@@ -562,7 +562,7 @@ def git_diffs(root, refs):
     try:
         names = subprocess.run(
             gitops.command("for-each-ref", "--format=%(refname) %(objectname)", "refs/autoresearch/"),
-            cwd=root, capture_output=True, text=True, timeout=30, check=True).stdout
+            cwd=root, capture_output=True, text=True, timeout=30, check=True, env=gitops.environ()).stdout
     except (OSError, subprocess.SubprocessError):
         return {}
     sha_of = dict(line.split(" ", 1) for line in names.splitlines() if " " in line)
@@ -576,7 +576,8 @@ def git_diffs(root, refs):
     try:
         out = subprocess.run(
             gitops.command("diff-tree", "--stdin", "-p", "--no-color", *gitops.NO_DIFF_PROGRAMS, "--first-parent", "--root"),
-            cwd=root, input=("\n".join(wanted) + "\n").encode(), capture_output=True, timeout=60, check=True).stdout
+            cwd=root, input=("\n".join(wanted) + "\n").encode(), capture_output=True, timeout=60, check=True,
+            env=gitops.environ()).stdout
     except (OSError, subprocess.SubprocessError):
         return {}
     result, current, chunk = {}, None, []
