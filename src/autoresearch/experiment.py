@@ -18,8 +18,8 @@ import signal
 import sys
 from dataclasses import dataclass, field
 
-from autoresearch import (cli, decide, earlyabort, errors, gitops, integrity, log, logcache, output, preflight,
-                          recovery, research, state, summary, workspace)
+from autoresearch import (cli, decide, earlyabort, errors, gitops, holdout, integrity, log, logcache, output,
+                          preflight, recovery, research, state, summary, workspace)
 from autoresearch.errors import Interrupted
 from autoresearch.files import write_atomic
 from autoresearch.measure import Measurement, measure, run_env
@@ -165,6 +165,23 @@ def lean(args):
         return True
 
 
+def _hide_holdout(repo, run, run_dir, m):
+    """Before anything reads the run's files: its holdout.json out of the repo, and every known
+    holdout value out of what the engine relays (the run's text files, its METRIC values)."""
+    try:
+        values = holdout.secure(repo, run, run_dir)
+    except OSError as exc:
+        output.warn(f"run {run}: could not move holdout.json out of the run's folder ({exc}); it stays there")
+        values = holdout.known_values(repo)
+    if not values:
+        return
+    holdout.scrub(run_dir, values)
+    for name, value in list(m.found.items()):
+        if holdout.hides(value, values):
+            del m.found[name]
+            m.warnings.append(f"METRIC {name} left out: its value is a hidden holdout value")
+
+
 def _not_started(run, run_dir, forged):
     """The Measurement of a run whose benchmark was not started (its snapshot's fixed files
     were not the recorded ones); output.log says why."""
@@ -259,11 +276,16 @@ class Experiment:
                 return self._judge(plan, run, run_dir, commit, repeat_of, pending, _not_started(run, run_dir, forged),
                                    ws, forged, []), commit
             watcher = Watch(run_dir, self._abort_checker(repeat_of, pending))
-            m = measure(self.config, run, run_dir, ws.cwd, echo=self.echo, on_start=started, on_phase=phase,
+            hidden = holdout.known_values(repo)   # the live output shows none of them
+            echo = holdout.Redacting(self.echo, hidden) if hidden and self.echo is not None else self.echo
+            m = measure(self.config, run, run_dir, ws.cwd, echo=echo, on_start=started, on_phase=phase,
                         env=ws.env, preexec=ws.preexec, watch=watcher)
+            if echo is not self.echo:
+                echo.finish()
             changes = integrity.verify(repo, guard, current, state.current_copy(repo))
             failed = integrity.restore(repo, guard, changes, current, state.current_copy(repo), commit) \
                 if changes else []
+            _hide_holdout(repo, run, run_dir, m)
             return self._judge(plan, run, run_dir, commit, repeat_of, pending, m, ws, changes, failed), commit
         finally:
             ws.close()

@@ -1,5 +1,6 @@
 """Checks before a run starts: refuse in one line, before anything runs or is recorded.
 
+- the log: its chain must agree with the engine's anchor outside the repo (anchor.py).
 - git: a merge, rebase, cherry-pick, revert or bisect under way; a detached HEAD (keeps would
   land off the branch); replacement objects or a grafts file (they make git show other bytes or
   another history than the commits hold; the engine's git ignores them, and refuses to run
@@ -12,16 +13,23 @@
 import os
 import tempfile
 
-from autoresearch import chain, cli, gitops
+from autoresearch import anchor, chain, cli, gitops
 
 MIN_FREE_BYTES = 1 << 20
 
 
 def check(repo, config):
     from autoresearch.measure import output_cap
+    _anchored(repo)
     _git_state(repo)
     _paths(repo, config)
     _storage(repo, output_cap(config))
+
+
+def _anchored(repo):
+    finding = anchor.check(repo.root, repo.log)
+    if finding.state == "disagrees":
+        raise cli.Refused(finding.text[len("WARNING: "):])
 
 
 def _git_state(repo):

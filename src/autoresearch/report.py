@@ -168,7 +168,7 @@ def add_holdout(model, root, night):
     seg = night.current if night is not None else None
     if seg is None or seg.config is None:
         return
-    result = holdout.check(seg.config, seg.runs, research.Repo(root).run_dir)
+    result = holdout.check(seg.config, seg.runs, holdout.reader(research.Repo(root)))
     if result.measured:
         model["holdout"] = _clean(result.to_json())
 

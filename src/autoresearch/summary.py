@@ -13,7 +13,7 @@ import bisect
 import os
 from dataclasses import dataclass, field
 
-from autoresearch import cli, decide, ledger, log, night_log, output, research, state
+from autoresearch import anchor, cli, decide, ledger, log, night_log, output, research, state
 
 STATUSES = log.STATUSES
 LAST_RUNS = 5
@@ -479,6 +479,7 @@ def cmd_status(args):
     repo = research.find()
     _recover_if_needed(repo)
     status = compute(repo, warn=output.warn)
+    status["anchor"] = anchor.check(repo.root, repo.log).to_json()   # the log against the anchor outside the repo
     output.emit(args, status_text(status), status)
     return cli.EXIT_OK
 
@@ -509,8 +510,10 @@ def _change_text(s):
 def status_text(s):
     unit = s["metric_unit"] or ""
     c = s["counts"]
-    lines = [f"{s['name'] or 'autoresearch'} — segment {s['segment']}, {s['direction']} "
-             f"{s['metric_name']} is better",
+    held = s.get("anchor") or {}
+    lines = [held["text"]] if held.get("state") == "disagrees" else []
+    lines += [f"{s['name'] or 'autoresearch'} — segment {s['segment']}, {s['direction']} "
+              f"{s['metric_name']} is better",
              f"runs: {s['runs']} this segment ({s['total_runs']} total): " +
              ", ".join(f"{k} {v}" for k, v in c.items()) + _remeasured(s)
              + (f"; keep rate {s['keep_rate']:.1%} (kept of kept, discarded and timed out)"
@@ -548,6 +551,8 @@ def status_text(s):
         lines.append(f"running: run {s['running']['run']} (pid {s['running']['pid']})")
     if s.get("pool"):
         lines.append(pool_line(s["pool"]))
+    if held.get("state") == "none":
+        lines.append(held["text"])
     return "\n".join(lines)
 
 

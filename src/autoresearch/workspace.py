@@ -15,7 +15,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 
-from autoresearch import gitsetup, runner, sandbox, snapshot
+from autoresearch import anchor, gitsetup, runner, sandbox, snapshot
 
 SNAPSHOTS = "snapshots"
 SWITCH = "AUTORESEARCH_SANDBOX"   # "off": detection alone (to debug a benchmark; the record says so)
@@ -85,7 +85,8 @@ def _confine(repo, config, dest, run_dir, tmp):
     for name in _listdir(snapshots_dir(repo)):
         if name != os.path.basename(dest):
             protected.append(os.path.join(snapshots_dir(repo), name))
-    return sandbox.confine(protected, closed, [run_dir, tmp])
+    state_home = anchor.home()   # the anchor, waiting results, the holdout: neither written nor read
+    return sandbox.confine(protected + [state_home], closed, [run_dir, tmp], hidden=[state_home])
 
 
 def _listdir(path):
