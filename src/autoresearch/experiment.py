@@ -165,23 +165,6 @@ def lean(args):
         return True
 
 
-def _hide_holdout(repo, run, run_dir, m):
-    """Before anything reads the run's files: its holdout.json out of the repo, and every known
-    holdout value out of what the engine relays (the run's text files, its METRIC values)."""
-    try:
-        values = holdout.secure(repo, run, run_dir)
-    except OSError as exc:
-        output.warn(f"run {run}: could not move holdout.json out of the run's folder ({exc}); it stays there")
-        values = holdout.known_values(repo)
-    if not values:
-        return
-    holdout.scrub(run_dir, values)
-    for name, value in list(m.found.items()):
-        if holdout.hides(value, values):
-            del m.found[name]
-            m.warnings.append(f"METRIC {name} left out: its value is a hidden holdout value")
-
-
 def _not_started(run, run_dir, forged):
     """The Measurement of a run whose benchmark was not started (its snapshot's fixed files
     were not the recorded ones); output.log says why."""
@@ -285,7 +268,7 @@ class Experiment:
             changes = integrity.verify(repo, guard, current, state.current_copy(repo))
             failed = integrity.restore(repo, guard, changes, current, state.current_copy(repo), commit) \
                 if changes else []
-            _hide_holdout(repo, run, run_dir, m)
+            holdout.hide(repo, run, run_dir, m, output.warn)
             return self._judge(plan, run, run_dir, commit, repeat_of, pending, m, ws, changes, failed), commit
         finally:
             ws.close()

@@ -221,6 +221,23 @@ class Redacting:
         self.stream.flush()
 
 
+def hide(repo, run, run_dir, m, warn):
+    """After a run, before anything reads its files: its holdout.json out of the repo, and every
+    known holdout value out of what the engine relays (the run's text files, `m`'s METRIC values)."""
+    try:
+        values = secure(repo, run, run_dir)
+    except OSError as exc:
+        warn(f"run {run}: could not move holdout.json out of the run's folder ({exc}); it stays there")
+        values = known_values(repo)
+    if not values:
+        return
+    scrub(run_dir, values)
+    for name, value in list(m.found.items()):
+        if hides(value, values):
+            del m.found[name]
+            m.warnings.append(f"METRIC {name} left out: its value is a hidden holdout value")
+
+
 def check(config, runs, value_of):
     """The Check of one segment (`runs`, typed); `value_of(n)` gives run n's holdout value
     (`reader(repo)`). The kept chain runs from the baseline to the best, and each kept code has

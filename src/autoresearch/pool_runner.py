@@ -23,7 +23,7 @@ import tempfile
 import time
 import traceback
 
-from autoresearch import decide, gitops, log, pool, recovery, research, state, verdict, wave
+from autoresearch import decide, gitops, holdout, log, pool, recovery, research, state, verdict, wave
 from autoresearch.files import read_json, write_json_atomic
 from autoresearch.research import now_ms
 
@@ -400,6 +400,7 @@ class Wave:
                 with open(path, "wb") as f:
                     f.write(data)
         res["measurement"].run_dir = os.path.abspath(run_dir)
+        holdout.hide(self.repo, run, run_dir, res["measurement"], self.notes.append)
         if res.get("left_behind"):
             self.notes.append(f"run {run}: files over the size limit stayed on the node: "
                               + ", ".join(res["left_behind"][:5]))
