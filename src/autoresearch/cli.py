@@ -137,6 +137,10 @@ def _main(argv, as_json):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     except Exception as exc:  # noqa: BLE001 - a bug must not print a traceback at the agent
+        from autoresearch import anchor
+        if isinstance(exc, anchor.Disagrees):   # an append onto a chain that is not the anchor's
+            print(f"autoresearch: refused: {exc}", file=sys.stderr)
+            return _fail(as_json, EXIT_REFUSED, "refused", str(exc))
         storage = storage_problem(exc)
         if storage:
             print(f"autoresearch: refused: {storage}", file=sys.stderr)
@@ -167,7 +171,7 @@ def storage_problem(exc):
         return None
     where = f" writing {exc.filename}" if getattr(exc, "filename", None) else ""
     return (f"{why}{where} ({_one_line(exc)}); free space or fix the permissions, then run the command again "
-            "(a finished result waits in .git/autoresearch/pending/ and is appended then)")
+            "(a finished result waits in the engine's state folder and is appended then)")
 
 
 def _check_text(argv):

@@ -24,7 +24,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from autoresearch import chain, gitops, gitsetup
+from autoresearch import anchor, chain, gitops, gitsetup
 
 KEEP_BYTES = 64 << 20   # files up to this size are held in memory to restore them
 
@@ -121,7 +121,8 @@ def record(repo, config, snapshot_dir=None):
     folder = chain.state_dir(repo.log)
     if folder:
         files += [FileState.of(os.path.join(folder, chain.COPY), "the engine's copy of the log"),
-                  FileState.of(os.path.join(folder, chain.TIP), "the log's chain tip")]
+                  FileState.of(os.path.join(folder, chain.TIP), "the log's chain tip"),
+                  FileState.of(anchor.anchor_path(root), "the chain's anchor")]   # outside the repo
     files.append(FileState.of(repo.session, "the session file"))
     for name in config.fixed or {}:
         files.append(FileState.of(os.path.join(root, name), f"fixed file {name}"))

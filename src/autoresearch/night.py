@@ -164,7 +164,8 @@ def tmux_name(repo):
     return "autoresearch-night-" + re.sub(r"[^A-Za-z0-9_-]", "-", os.path.basename(repo.root))[:40]
 
 
-CARRIED = ("PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", "VIRTUAL_ENV", "NO_PROXY", "no_proxy")
+# XDG_STATE_HOME: the engine's state outside the repo (anchor.py) must be the person's own.
+CARRIED = ("PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", "VIRTUAL_ENV", "NO_PROXY", "no_proxy", "XDG_STATE_HOME")
 CARRIED_PREFIXES = ("ANTHROPIC_", "CLAUDE_", "AUTORESEARCH_", "BASH_", "DISABLE_", "AWS_", "GOOGLE_", "VERTEX_",
                     "CLOUD_ML_", "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "CUDA_", "UV_", "HF_")
 
