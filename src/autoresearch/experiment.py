@@ -259,8 +259,11 @@ class Experiment:
                 return self._judge(plan, run, run_dir, commit, repeat_of, pending, _not_started(run, run_dir, forged),
                                    ws, forged, []), commit
             watcher = Watch(run_dir, self._abort_checker(repeat_of, pending))
-            hidden = holdout.known_values(repo)   # the live output shows none of them
-            echo = holdout.Redacting(self.echo, hidden) if hidden and self.echo is not None else self.echo
+            # The live output shows neither this run's holdout values (once written) nor, unconfined
+            # (it could read them), earlier runs'.
+            hidden = holdout.known_values(repo) if ws.confinement is None else []
+            echo = self.echo if self.echo is None else \
+                holdout.Redacting(self.echo, hidden, os.path.join(run_dir, holdout.HOLDOUT_FILE))
             m = measure(self.config, run, run_dir, ws.cwd, echo=echo, on_start=started, on_phase=phase,
                         env=ws.env, preexec=ws.preexec, watch=watcher)
             if echo is not self.echo:
@@ -268,7 +271,7 @@ class Experiment:
             changes = integrity.verify(repo, guard, current, state.current_copy(repo))
             failed = integrity.restore(repo, guard, changes, current, state.current_copy(repo), commit) \
                 if changes else []
-            holdout.hide(repo, run, run_dir, m, output.warn)
+            holdout.hide(repo, run, run_dir, m, output.warn, confined=ws.confinement is not None)
             return self._judge(plan, run, run_dir, commit, repeat_of, pending, m, ws, changes, failed), commit
         finally:
             ws.close()

@@ -19,6 +19,7 @@ threshold (Z times the spread of holdout values of runs that measured the same c
 validation threshold): "the night fitted the validation set".
 """
 
+import bisect
 import json
 import math
 import os
@@ -104,7 +105,7 @@ def reader(repo):
 def secure(repo, run, run_dir):
     """Move run `run`'s holdout.json out of its folder into the state folder (where no benchmark
     can read it), and note its values for `redact`. The first time, the holdout files of earlier
-    runs (recorded before this) go the same way. Returns the values known now."""
+    runs (recorded before this) go the same way. Returns this run's values."""
     secured = folder(repo)
     if not os.path.isdir(secured):
         os.makedirs(secured, mode=0o700, exist_ok=True)
@@ -112,14 +113,13 @@ def secure(repo, run, run_dir):
         for name in sorted(os.listdir(runs)) if os.path.isdir(runs) else []:
             if name.isdigit() and name != str(run):
                 _move(os.path.join(runs, name), secured, int(name))
-    _move(run_dir, secured, run)
-    return known_values(repo)
+    return _move(run_dir, secured, run)
 
 
 def _move(run_dir, secured, run):
     source = os.path.join(run_dir, HOLDOUT_FILE)
     if not os.path.isfile(source) or os.path.islink(source):
-        return
+        return []
     data = _read(source)
     target = os.path.join(secured, f"{run}.json")
     shutil.move(source, target)
@@ -128,6 +128,7 @@ def _move(run_dir, secured, run):
     if figures:
         with open(os.path.join(secured, VALUES), "a", encoding="utf-8") as f:
             f.write("".join(f"{float(v)!r}\n" for v in figures))
+    return [float(v) for v in figures]
 
 
 def known_values(repo):
@@ -143,6 +144,13 @@ def known_values(repo):
 _FIGURE = re.compile(rb"(?<![\d.])(\d+)\.(\d+)(?:[eE]([-+]?\d+))?(?!\d)")
 
 
+def _near(values, x, tolerance):
+    """True when a value of the sorted list `values` lies within `tolerance` of `x` (bisection:
+    a night of many runs has many values)."""
+    i = bisect.bisect_left(values, x - tolerance)
+    return i < len(values) and values[i] <= x + tolerance
+
+
 def _hides(values):
     def hidden(match):
         whole, frac, exp = match.group(1), match.group(2), match.group(3)
@@ -150,7 +158,7 @@ def _hides(values):
             return match.group(0)
         x = float(match.group(0))
         tolerance = 0.5 * 10.0 ** (int(exp or 0) - len(frac)) * (1 + 1e-9)
-        return HIDDEN.encode() if any(abs(x - v) <= tolerance for v in values) else match.group(0)
+        return HIDDEN.encode() if _near(values, x, tolerance) else match.group(0)
     return hidden
 
 
@@ -161,13 +169,13 @@ def redact(data, values):
         return data
     text = isinstance(data, str)
     raw = data.encode("utf-8", "surrogateescape") if text else data
-    out = _FIGURE.sub(_hides(values), raw)
+    out = _FIGURE.sub(_hides(sorted(values)), raw)
     return out.decode("utf-8", "surrogateescape") if text else out
 
 
 def hides(value, values):
     """True when the number `value` is a holdout value (to 7 significant digits)."""
-    return _finite(value) and any(math.isclose(value, v, rel_tol=5e-7) for v in values)
+    return _finite(value) and _near(sorted(values), value, abs(value) * 5e-7)
 
 
 def scrub(run_dir, values):
@@ -194,12 +202,20 @@ def scrub(run_dir, values):
 
 
 class Redacting:
-    """A binary stream (the benchmark's output echoed live) that passes whole lines, redacted."""
+    """A binary stream (the benchmark's output echoed live) that passes whole lines, redacted:
+    `values`, and the run's own values once its evaluator has written them to `own` (a file)."""
 
-    def __init__(self, stream, values):
-        self.stream, self.values, self.held = stream, values, b""
+    def __init__(self, stream, values, own=None):
+        self.stream, self.values, self.own, self.held = stream, sorted(values), own, b""
+
+    def _learn(self):
+        if self.own and os.path.exists(self.own):
+            data = _read(self.own)
+            figures = [float(v) for k, v in (data.items() if isinstance(data, dict) else ()) if "bpb" in k and _finite(v)]
+            self.values, self.own = sorted(self.values + figures), None
 
     def write(self, chunk):
+        self._learn()
         data = self.held + chunk
         cut = data.rfind(b"\n") + 1
         self.held = data[cut:]
@@ -215,20 +231,26 @@ class Redacting:
         self.stream.flush()
 
     def finish(self):
+        self._learn()
         if self.held:
             self.stream.write(redact(self.held, self.values))
             self.held = b""
         self.stream.flush()
 
 
-def hide(repo, run, run_dir, m, warn):
-    """After a run, before anything reads its files: its holdout.json out of the repo, and every
-    known holdout value out of what the engine relays (the run's text files, `m`'s METRIC values)."""
+def hide(repo, run, run_dir, m, warn, confined):
+    """After a run, before anything reads its files: its holdout.json out of the repo, and its
+    holdout values out of what the engine relays (the run's text files, `m`'s METRIC values): a
+    process it left behind could have read its own run's file. A run that was not `confined`
+    (no sandbox: it could read the state folder) gets every known value redacted. (Only then:
+    a long night holds so many values that figures near them would be hidden too.)"""
     try:
         values = secure(repo, run, run_dir)
     except OSError as exc:
         warn(f"run {run}: could not move holdout.json out of the run's folder ({exc}); it stays there")
-        values = known_values(repo)
+        values, confined = [], False
+    if not confined:
+        values = sorted(set(values) | set(known_values(repo)))
     if not values:
         return
     scrub(run_dir, values)

@@ -400,7 +400,7 @@ class Wave:
                 with open(path, "wb") as f:
                     f.write(data)
         res["measurement"].run_dir = os.path.abspath(run_dir)
-        holdout.hide(self.repo, run, run_dir, res["measurement"], self.notes.append)
+        holdout.hide(self.repo, run, run_dir, res["measurement"], self.notes.append, confined=False)
         if res.get("left_behind"):
             self.notes.append(f"run {run}: files over the size limit stayed on the node: "
                               + ", ".join(res["left_behind"][:5]))

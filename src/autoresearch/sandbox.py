@@ -13,7 +13,7 @@ write anywhere except:
   `__pycache__` there could stand in for a fixed file); files and folders already there, and
   everything in sub-folders, stay writable. Scratch space: $TMPDIR is a fresh folder per run.
 
-It also cannot read (nor write) the engine's state folder outside the repo (anchor.py: the chain's
+It also cannot read (nor write) the files of the engine's state folder outside the repo (anchor.py: the chain's
 anchor, results waiting to be appended, the hidden holdout of every run): `hidden` paths.
 
 Landlock grants rights beneath paths and cannot subtract, so "everything except P" is built by
@@ -33,7 +33,7 @@ PR_SET_NO_NEW_PRIVS = 38
 RULE_PATH_BENEATH = 1
 CREATE_RULESET_VERSION = 1
 
-WRITE_FILE, READ_FILE, READ_DIR, REMOVE_DIR, REMOVE_FILE = 1 << 1, 1 << 2, 1 << 3, 1 << 4, 1 << 5
+WRITE_FILE, READ_FILE, REMOVE_DIR, REMOVE_FILE = 1 << 1, 1 << 2, 1 << 4, 1 << 5
 MAKE = sum(1 << b for b in range(6, 13))     # char, dir, reg, sock, fifo, block, sym
 REFER, TRUNCATE = 1 << 13, 1 << 14
 SCOPE_SIGNAL = 1 << 1
@@ -97,8 +97,13 @@ class Confinement:
 def confine(protected, closed_dirs, writable, hidden=()):
     """A Confinement that denies writes to `protected` paths (files or folders, and all beneath),
     denies new entries in `closed_dirs` (their existing entries stay writable unless protected),
-    grants `writable` folders (inside either) in full, and denies reading `hidden` folders (and
-    all beneath; their ancestors cannot be listed either). None when Landlock is unavailable."""
+    grants `writable` folders (inside either) in full, and denies reading the files beneath `hidden`
+    folders. None when Landlock is unavailable.
+
+    Listing folders stays allowed everywhere (READ_DIR is not handled): a layer that denied it on
+    the way to a hidden folder would deny listing `/` and the home folder, and a program that
+    builds its own Landlock rules by listing them (the ML harness seals train.py that way) could
+    not."""
     version = abi()
     if not version:
         return None
@@ -111,8 +116,8 @@ def confine(protected, closed_dirs, writable, hidden=()):
     file_rights = handled & (WRITE_FILE | TRUNCATE)
     unreadable = {os.path.realpath(p) for p in hidden if os.path.lexists(p)}
     if unreadable:
-        handled |= READ_FILE | READ_DIR
-    writes = handled & ~(READ_FILE | READ_DIR)
+        handled |= READ_FILE
+    writes = handled & ~READ_FILE
     libc = _libc()
     libc.syscall.restype = ctypes.c_long
     if version >= 6:
@@ -134,7 +139,7 @@ def confine(protected, closed_dirs, writable, hidden=()):
         _add(libc, fd, path, writes, file_rights)
     if unreadable:   # reads: a second set of grants, around the hidden folders only
         for path in _grants(unreadable, unreadable, []):
-            _add(libc, fd, path, READ_FILE | READ_DIR, READ_FILE)
+            _add(libc, fd, path, READ_FILE, READ_FILE)
     return Confinement(fd, version)
 
 

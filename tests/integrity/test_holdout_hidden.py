@@ -45,12 +45,12 @@ CRASH = SNOOP + 'for h in $found; do echo "RuntimeError: holdout was $h" >&2; do
 HOLDOUT = 0.9871234
 
 
-def night(tmp_path, env=None):
+def night(tmp_path, env=None, bench=BENCH):
     root = tmp_path / "research"
     repo = make_repo(root, init_args=None)
     hidden = tmp_path / "hidden.txt"   # outside the repo, as the real holdout data is
     hidden.write_text(f"{HOLDOUT}\n")
-    (root / "bench.sh").write_text(BENCH)
+    (root / "bench.sh").write_text(bench)
     (root / "train.sh").write_text("echo training\n")
     repo.git("add", ".")
     repo.git("commit", "-qm", "hostile benchmark")
@@ -101,3 +101,17 @@ def test_redaction_hides_every_spelling_from_five_digits_and_nothing_else():
     assert out == ("a [hidden] b [hidden] c [hidden] d [hidden] e 0.9871 f 0.98713 g 10.9871234 "
                    "h [hidden] i 1.2345678")
     assert holdout.redact(text, []) == text
+
+
+def test_a_run_that_prints_its_own_holdout_file_has_it_redacted(tmp_path):
+    """A process left behind by train.py can read its own run's holdout.json once the evaluator
+    wrote it (the run's folder is the benchmark's): sandboxed or not, that run's values are
+    redacted from everything the engine relays."""
+    leaky = BENCH + 'cat "$AUTORESEARCH_RUN_DIR/holdout.json"\necho "RuntimeError: $(cat "$HIDDEN_SOURCE")" >&2\nexit 1\n'
+    repo, outputs, env = night(tmp_path, bench=leaky)
+    runs = repo.runs()
+    assert {r["status"] for r in runs} == {"crash"} and "[hidden]" in outputs[0], outputs[0]
+    shown = collect(repo.root, outputs)
+    shown.update({f"{r['run_dir']}/{p.name}": p.read_text(errors="replace")
+                  for r in runs for p in (repo.root / r["run_dir"]).iterdir() if p.is_file()})
+    assert leaks(shown, [HOLDOUT, float(f"{HOLDOUT}1")]) == []
