@@ -60,7 +60,7 @@ def _write_current(repo, text):
     """The run-state as a dying engine leaves it: current.json and the engine's own copy of it
     (a current.json without that copy was not written by the engine, see tests/integrity)."""
     (repo.root / ".autoresearch/current.json").write_text(text)
-    from autoresearch import anchor
+    from autoresearch.store import anchor
     copy = Path(anchor.folder(str(repo.root), make=True)) / "current.json"
     copy.write_text(text)
 

@@ -51,7 +51,7 @@ def test_status_is_the_same_from_a_copy_of_the_log(make, tmp_path):
     shutil.rmtree(other.root / ".git" / "autoresearch")
     shutil.copytree(repo.root / ".git" / "autoresearch", other.root / ".git" / "autoresearch")
     # ... and so does its anchor outside the repo (anchor.py), else the other repo's own disagrees.
-    from autoresearch import anchor
+    from autoresearch.store import anchor
     shutil.copy(anchor.anchor_path(str(repo.root)), anchor.anchor_path(str(other.root)))
     a, b = repo.status(), other.status()
     assert a.pop("anchor")["state"] == b.pop("anchor")["state"] == "agrees"

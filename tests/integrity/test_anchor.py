@@ -10,7 +10,7 @@ import subprocess
 
 import hostile
 
-from autoresearch import anchor, chain
+from autoresearch.store import anchor, chain
 
 
 def rechain(root, change):

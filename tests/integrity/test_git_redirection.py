@@ -13,7 +13,7 @@ from pathlib import Path
 import hostile
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
-from autoresearch import snapshot  # noqa: E402
+from autoresearch.isolation import snapshot  # noqa: E402
 
 FORGED_EVAL = 'echo "METRIC loss=0.25"\n'
 

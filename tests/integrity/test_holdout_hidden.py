@@ -94,7 +94,7 @@ def test_a_benchmark_looking_for_the_holdout_never_shows_it_to_the_agent(tmp_pat
 def test_redaction_hides_every_spelling_from_five_digits_and_nothing_else():
     import sys
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
-    from autoresearch import holdout
+    from autoresearch.decision import holdout
     text = ("a 0.9871234 b 0.987123 c 0.98712 d 9.871234e-01 e 0.9871 f 0.98713 g 10.9871234 "
             "h 0.98712340 i 1.2345678")
     out = holdout.redact(text, [0.9871234])
