@@ -148,10 +148,15 @@ def _grants(stops, guarded, open_dirs):
     writable: siblings along the way from / to each stop, and the entries of closed folders."""
     out = []
     seen = set()
+    on_way = {"/"}   # every folder above a stop: one set lookup per entry, not a scan of the stops
+    for stop in stops:
+        folder = os.path.dirname(stop)
+        while folder not in on_way:
+            on_way.add(folder)
+            folder = os.path.dirname(folder)
 
     def ancestor_of_stop(path):
-        prefix = path.rstrip("/") + "/"
-        return any(s.startswith(prefix) for s in stops) or path == "/"
+        return path.rstrip("/") in on_way or path == "/"
 
     def walk(folder):
         try:
