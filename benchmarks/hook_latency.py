@@ -1,6 +1,7 @@
 """How long each plugin hook takes, as Claude Code runs it, against a bare interpreter start.
 
-Every hook is a fresh `python3 hooks/<name>.py` process fed the stdin JSON Claude Code sends.
+Every hook is a fresh `python3 -I hooks/<name>.py` process (as hooks.json starts it) fed the stdin
+JSON Claude Code sends.
 The reference, measured in the same run on the same machine, is the least any Python hook
 can cost: `python3 -c 'import json,sys; json.load(sys.stdin)'` on the same input. The ratio
 says how much our work (finding the repo, asking the engine in-process, deciding) adds.
@@ -147,13 +148,13 @@ def main():
                 seconds = statistics.median(
                     _stop_once(name, payload, counter) for _ in range(args.repeats))
             else:
-                seconds = timed([sys.executable, str(ROOT / "hooks" / f"{name}.py")], payload, args.repeats)
+                seconds = timed([sys.executable, "-I", str(ROOT / "hooks" / f"{name}.py")], payload, args.repeats)
             print(f"{label:45s} {seconds * 1000:7.1f} ms {seconds / reference:6.2f}x")
 
 
 def _stop_once(name, payload, counter):
     counter.unlink(missing_ok=True)
-    return timed([sys.executable, str(ROOT / "hooks" / f"{name}.py")], payload, 1)
+    return timed([sys.executable, "-I", str(ROOT / "hooks" / f"{name}.py")], payload, 1)
 
 
 

@@ -16,6 +16,13 @@ ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "src"
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _engine_state_home(tmp_path_factory):
+    """The engine's state outside the repo (the chain's anchor, anchor.py) goes to a folder of
+    this test session, for the engine run in-process and every subprocess, never the user's."""
+    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("state-home"))
+
+
 def require_tool(path_or_name, install_hint):
     """Return the tool's path, or skip (fail under AUTORESEARCH_REQUIRE_ALL=1) when missing."""
     found = shutil.which(str(path_or_name)) if os.sep not in str(path_or_name) else (

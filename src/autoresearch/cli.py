@@ -181,7 +181,7 @@ def storage_problem(exc):
         return None
     where = f" writing {exc.filename}" if getattr(exc, "filename", None) else ""
     return (f"{why}{where} ({_one_line(exc)}); free space or fix the permissions, then run the command again "
-            "(a finished result waits in .git/autoresearch/pending/ and is appended then)")
+            "(a finished result waits in the engine's state folder and is appended then)")
 
 
 def _check_text(argv):

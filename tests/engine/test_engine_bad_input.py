@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from helpers_engine import SRC, engine_env, repo  # noqa: F401 (fixtures)
@@ -59,7 +60,9 @@ def _write_current(repo, text):
     """The run-state as a dying engine leaves it: current.json and the engine's own copy of it
     (a current.json without that copy was not written by the engine, see tests/integrity)."""
     (repo.root / ".autoresearch/current.json").write_text(text)
-    (repo.root / ".git/autoresearch/current.json").write_text(text)
+    from autoresearch.store import anchor
+    copy = Path(anchor.folder(str(repo.root), make=True)) / "current.json"
+    copy.write_text(text)
 
 
 def test_current_json_without_a_run_number_does_not_wedge(repo):

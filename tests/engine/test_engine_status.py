@@ -42,14 +42,19 @@ def test_status_json_agrees_with_the_log(make):
 def test_status_is_the_same_from_a_copy_of_the_log(make, tmp_path):
     """Nothing but the log (and session.json) feeds the status: a copy in another repo gives the same.
     The log's hash chain is part of it: its tip and the engine's copy in .git/autoresearch/ go along
-    (a log copied alone is not the one the engine last wrote there, see tests/integrity)."""
+    (a log copied alone is not the one the engine last wrote there, see tests/integrity), and so
+    does the anchor in the state folder."""
     repo = make()
     _history(repo)
     other = make()
     shutil.copy(repo.root / "autoresearch.jsonl", other.root / "autoresearch.jsonl")
     shutil.rmtree(other.root / ".git" / "autoresearch")
     shutil.copytree(repo.root / ".git" / "autoresearch", other.root / ".git" / "autoresearch")
+    # ... and so does its anchor outside the repo (anchor.py), else the other repo's own disagrees.
+    from autoresearch.store import anchor
+    shutil.copy(anchor.anchor_path(str(repo.root)), anchor.anchor_path(str(other.root)))
     a, b = repo.status(), other.status()
+    assert a.pop("anchor")["state"] == b.pop("anchor")["state"] == "agrees"
     assert {k: v for k, v in a.items()} == {k: v for k, v in b.items()}
 
 

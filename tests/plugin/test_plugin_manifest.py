@@ -66,9 +66,9 @@ def test_plugin_manifest_passes_strict_validation_and_provides_the_hooks_and_ski
     assert report["manifest"]["type"] == "plugin" and findings(report) == []
     hooks = report["provides"]["hooks"]
     assert {h["event"] for h in hooks} == HOOK_EVENTS
-    for h in hooks:  # exec form: no shell, no quoting of the plugin path
-        assert h["command"] == "python3" and h["args"][0].startswith("${CLAUDE_PLUGIN_ROOT}/hooks/")
-        assert (ROOT / h["args"][0].replace("${CLAUDE_PLUGIN_ROOT}/", "")).is_file()
+    for h in hooks:  # exec form: no shell, no quoting of the plugin path; isolated Python (-I)
+        assert h["command"] == "python3" and h["args"][0] == "-I" and h["args"][1].startswith("${CLAUDE_PLUGIN_ROOT}/hooks/")
+        assert (ROOT / h["args"][1].replace("${CLAUDE_PLUGIN_ROOT}/", "")).is_file()
     assert SKILLS <= set(report["provides"]["skills"])
     assert report["provides"]["bin"] == ["autoresearch"]
 

@@ -1,7 +1,7 @@
 """The hidden holdout on the real route: the ML template, the real engine, CPU smoke runs.
 
 A night of three runs: the baseline measured twice (noise), then an edit of train.py. Every run
-leaves its holdout value in its folder; `autoresearch verify` shows them; no output the agent
+leaves its holdout value, which the engine moves out of the repo into its state folder; `autoresearch verify` shows them; no output the agent
 reads carries one (tests/agent_outputs.py greps them all). The warning itself is tested in
 tests/engine/test_engine_holdout.py: the template's harness refuses the data loaders and files in
 train.py, so a change that trains on the validation split cannot be written here.
@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from agent_outputs import collect, leaks
 from conftest import run_cli
@@ -42,8 +43,11 @@ def test_the_holdout_of_a_real_night_reaches_verify_and_nothing_the_agent_reads(
     outputs.append(cli("run", "-m", "unembedding LR 2x").stdout)
     runs = [json.loads(line) for line in (repo / "autoresearch.jsonl").read_text().splitlines() if '"run"' in line]
     assert [r["status"] for r in runs][:2] == ["keep", "discard"] and runs[2]["metric"] is not None, runs
-    holdouts = [json.loads((repo / ".autoresearch" / "runs" / str(n) / "holdout.json").read_text())["holdout_bpb"]
-                for n in (1, 2, 3)]
+    # The engine moved each run's holdout.json out of the repo, where no benchmark can read it.
+    from autoresearch.store import anchor
+    assert not list(repo.glob(".autoresearch/runs/*/holdout.json"))
+    secured = Path(anchor.folder(str(repo))) / "holdout"
+    holdouts = [json.loads((secured / f"{n}.json").read_text())["holdout_bpb"] for n in (1, 2, 3)]
     data = json.loads(cli("verify", "--json").stdout)
     assert data["rows"][0]["holdout"] == sorted(holdouts[:2])[0] or data["rows"][0]["holdout"] == sum(holdouts[:2]) / 2
     # Whether the edit was kept is the CPU's noise; what follows from it is not: with two kept codes

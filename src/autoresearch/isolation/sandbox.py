@@ -13,6 +13,9 @@ write anywhere except:
   `__pycache__` there could stand in for a fixed file); files and folders already there, and
   everything in sub-folders, stay writable. Scratch space: $TMPDIR is a fresh folder per run.
 
+It also cannot read (nor write) the files of the engine's state folder outside the repo (anchor.py: the chain's
+anchor, results waiting to be appended, the hidden holdout of every run): `hidden` paths.
+
 Landlock grants rights beneath paths and cannot subtract, so "everything except P" is built by
 walking from / towards each protected path and granting every sibling on the way. From ABI 6 the
 benchmark also cannot signal processes outside its sandbox (the engine, the user's programs).
@@ -30,7 +33,7 @@ PR_SET_NO_NEW_PRIVS = 38
 RULE_PATH_BENEATH = 1
 CREATE_RULESET_VERSION = 1
 
-WRITE_FILE, REMOVE_DIR, REMOVE_FILE = 1 << 1, 1 << 4, 1 << 5
+WRITE_FILE, READ_FILE, REMOVE_DIR, REMOVE_FILE = 1 << 1, 1 << 2, 1 << 4, 1 << 5
 MAKE = sum(1 << b for b in range(6, 13))     # char, dir, reg, sock, fifo, block, sym
 REFER, TRUNCATE = 1 << 13, 1 << 14
 SCOPE_SIGNAL = 1 << 1
@@ -91,10 +94,16 @@ class Confinement:
             self.ruleset_fd = None
 
 
-def confine(protected, closed_dirs, writable):
+def confine(protected, closed_dirs, writable, hidden=()):
     """A Confinement that denies writes to `protected` paths (files or folders, and all beneath),
     denies new entries in `closed_dirs` (their existing entries stay writable unless protected),
-    and grants `writable` folders (inside either) in full. None when Landlock is unavailable."""
+    grants `writable` folders (inside either) in full, and denies reading the files beneath `hidden`
+    folders. None when Landlock is unavailable.
+
+    Listing folders stays allowed everywhere (READ_DIR is not handled): a layer that denied it on
+    the way to a hidden folder would deny listing `/` and the home folder, and a program that
+    builds its own Landlock rules by listing them (the ML harness seals train.py that way) could
+    not."""
     version = abi()
     if not version:
         return None
@@ -105,6 +114,10 @@ def confine(protected, closed_dirs, writable):
     if version >= 3:
         handled |= TRUNCATE
     file_rights = handled & (WRITE_FILE | TRUNCATE)
+    unreadable = {os.path.realpath(p) for p in hidden if os.path.lexists(p)}
+    if unreadable:
+        handled |= READ_FILE
+    writes = handled & ~READ_FILE
     libc = _libc()
     libc.syscall.restype = ctypes.c_long
     if version >= 6:
@@ -121,9 +134,12 @@ def confine(protected, closed_dirs, writable):
     closed = {os.path.realpath(p) for p in closed_dirs} - guarded
     open_dirs = [os.path.realpath(p) for p in writable]
     for path in _grants(guarded | closed, guarded, open_dirs):
-        _add(libc, fd, path, handled, file_rights)
+        _add(libc, fd, path, writes, file_rights)
     for path in open_dirs:
-        _add(libc, fd, path, handled, file_rights)
+        _add(libc, fd, path, writes, file_rights)
+    if unreadable:   # reads: a second set of grants, around the hidden folders only
+        for path in _grants(unreadable, unreadable, []):
+            _add(libc, fd, path, READ_FILE, READ_FILE)
     return Confinement(fd, version)
 
 
@@ -132,10 +148,15 @@ def _grants(stops, guarded, open_dirs):
     writable: siblings along the way from / to each stop, and the entries of closed folders."""
     out = []
     seen = set()
+    on_way = {"/"}   # every folder above a stop: one set lookup per entry, not a scan of the stops
+    for stop in stops:
+        folder = os.path.dirname(stop)
+        while folder not in on_way:
+            on_way.add(folder)
+            folder = os.path.dirname(folder)
 
     def ancestor_of_stop(path):
-        prefix = path.rstrip("/") + "/"
-        return any(s.startswith(prefix) for s in stops) or path == "/"
+        return path.rstrip("/") in on_way or path == "/"
 
     def walk(folder):
         try:

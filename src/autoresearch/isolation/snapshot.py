@@ -32,7 +32,7 @@ class SnapshotError(RuntimeError):
 
 
 def _git(repo, *args, env=None, input=None):
-    proc = subprocess.run(gitops.command(*args), cwd=repo, capture_output=True, env=env, input=input)
+    proc = subprocess.run(gitops.command(*args), cwd=repo, capture_output=True, env=gitops.environ(env), input=input)
     if proc.returncode != 0:
         raise SnapshotError(f"git {' '.join(args[:2])}: {proc.stderr.decode('utf-8', 'replace').strip()}")
     return proc.stdout

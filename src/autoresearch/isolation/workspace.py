@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass
 
 from autoresearch.isolation import runner, sandbox, snapshot
-from autoresearch.store import gitsetup
+from autoresearch.store import anchor, gitsetup
 
 SNAPSHOTS = "snapshots"
 SWITCH = "AUTORESEARCH_SANDBOX"   # "off": detection alone (to debug a benchmark; the record says so)
@@ -109,7 +109,8 @@ def _confine(repo, config, dest, run_dir, tmp):
     for name in _listdir(snapshots_dir(repo)):
         if name != os.path.basename(dest):
             protected.append(os.path.join(snapshots_dir(repo), name))
-    return sandbox.confine(protected, closed, [run_dir, tmp])
+    state_home = anchor.home()   # the anchor, waiting results, the holdout: neither written nor read
+    return sandbox.confine(protected + [state_home], closed, [run_dir, tmp], hidden=[state_home])
 
 
 def _listdir(path):

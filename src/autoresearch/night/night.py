@@ -37,7 +37,7 @@ import time
 import uuid
 
 import autoresearch
-from autoresearch import agent_sandbox, errors, output
+from autoresearch import agent_sandbox, errors, launch, output
 from autoresearch.night import night_checks
 from autoresearch.store import ledger, night_log, research, state
 from autoresearch.store.research import now_ms
@@ -185,7 +185,8 @@ def tmux_name(repo):
     return "autoresearch-night-" + re.sub(r"[^A-Za-z0-9_-]", "-", os.path.basename(repo.root))[:40]
 
 
-CARRIED = ("PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", "VIRTUAL_ENV", "NO_PROXY", "no_proxy")
+# XDG_STATE_HOME: the engine's state outside the repo (anchor.py) must be the person's own.
+CARRIED = ("PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", "VIRTUAL_ENV", "NO_PROXY", "no_proxy", "XDG_STATE_HOME")
 CARRIED_PREFIXES = ("ANTHROPIC_", "CLAUDE_", "AUTORESEARCH_", "BASH_", "DISABLE_", "AWS_", "GOOGLE_", "VERTEX_",
                     "CLOUD_ML_", "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "CUDA_", "UV_", "HF_")
 
@@ -204,8 +205,10 @@ def _start_in_tmux(repo, args, extra):
     name = tmux_name(repo)
     if subprocess.run([tmux, "has-session", "-t", f"={name}"], capture_output=True).returncode == 0:
         raise errors.Refused(f"tmux session {name} exists already; attach with `tmux attach -t {name}` or end it")
-    argv = [sys.executable, "-m", "autoresearch", "night", "--foreground", "--backoff", f"{args.backoff:g}",
-            *(["--no-agent-sandbox"] if args.no_agent_sandbox else [])]
+    # Isolated (launch.py): the window's working folder is the research repo, and `python -m`
+    # would put it first on sys.path (an `autoresearch/` folder there would run instead).
+    argv = launch.engine_argv("night", "--foreground", "--backoff", f"{args.backoff:g}",
+                              *(["--no-agent-sandbox"] if args.no_agent_sandbox else []))
     for flag, value in (("--hours", args.hours), ("--max-cost", args.max_cost),
                         ("--max-gpu-hours", args.max_gpu_hours), ("--prompt", args.prompt)):
         if value is not None:

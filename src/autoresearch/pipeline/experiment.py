@@ -19,13 +19,13 @@ import sys
 from dataclasses import dataclass, field
 
 from autoresearch import errors, output
-from autoresearch.decision import decide, logcache, summary
+from autoresearch.decision import decide, holdout, logcache, summary
 from autoresearch.isolation import workspace
 from autoresearch.pipeline import earlyabort, preflight, recovery
 from autoresearch.store import gitops, integrity, log, research, state
 from autoresearch.errors import Interrupted
 from autoresearch.store.files import write_atomic
-from autoresearch.pipeline.measure import measure, run_env
+from autoresearch.pipeline.measure import Measurement, measure, run_env
 from autoresearch.pipeline.plan import Request, make_plan
 from autoresearch.pipeline.record import TRAPPED, record
 from autoresearch.store.research import now_ms
@@ -170,6 +170,14 @@ def lean(args):
         return True
 
 
+def _not_started(run, run_dir, forged):
+    """The Measurement of a run whose benchmark was not started (its snapshot's fixed files
+    were not the recorded ones); output.log says why."""
+    text = "autoresearch: the benchmark was not started: " + integrity.summary(forged) + "\n"
+    write_atomic(os.path.join(run_dir, "output.log"), text, durable=False)
+    return Measurement(run, run_dir, None, False, 0.0, None)
+
+
 @dataclass
 class Outcome:
     """One recorded run and what its result says beyond the record."""
@@ -251,12 +259,24 @@ class Experiment:
             current.update(phase="benchmark", token=ws.token)
             state.write_current(repo, current)
             guard = integrity.record(repo, self.config, ws.cwd)
+            forged = integrity.snapshot_forged(guard, self.config)
+            if forged:   # the fixed files measured must be the ones init recorded: nothing runs
+                return self._judge(plan, run, run_dir, commit, repeat_of, pending, _not_started(run, run_dir, forged),
+                                   ws, forged, []), commit
             watcher = Watch(run_dir, self._abort_checker(repeat_of, pending))
-            m = measure(self.config, run, run_dir, ws.cwd, echo=self.echo, on_start=started, on_phase=phase,
+            # The live output shows neither this run's holdout values (once written) nor, unconfined
+            # (it could read them), earlier runs'.
+            hidden = holdout.known_values(repo) if ws.confinement is None else []
+            echo = self.echo if self.echo is None else \
+                holdout.Redacting(self.echo, hidden, os.path.join(run_dir, holdout.HOLDOUT_FILE))
+            m = measure(self.config, run, run_dir, ws.cwd, echo=echo, on_start=started, on_phase=phase,
                         env=ws.env, preexec=ws.preexec, watch=watcher)
+            if echo is not self.echo:
+                echo.finish()
             changes = integrity.verify(repo, guard, current, state.current_copy(repo))
             failed = integrity.restore(repo, guard, changes, current, state.current_copy(repo), commit) \
                 if changes else []
+            holdout.hide(repo, run, run_dir, m, output.warn, confined=ws.confinement is not None)
             return self._judge(plan, run, run_dir, commit, repeat_of, pending, m, ws, changes, failed), commit
         finally:
             ws.close()

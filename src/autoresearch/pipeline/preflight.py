@@ -1,7 +1,10 @@
 """Checks before a run starts: refuse in one line, before anything runs or is recorded.
 
+- the log: its chain must agree with the engine's anchor outside the repo (anchor.py).
 - git: a merge, rebase, cherry-pick, revert or bisect under way; a detached HEAD (keeps would
-  land off the branch).
+  land off the branch); replacement objects or a grafts file (they make git show other bytes or
+  another history than the commits hold; the engine's git ignores them, and refuses to run
+  beside them so that what the person's git shows is what was measured).
 - paths: a scope or fixed path that leaves the repository (`..`, a symlink pointing outside).
 - storage: too little free space for the run's output and records; a log, state folder or git
   directory the engine cannot write (a finished result would have nowhere to go).
@@ -11,19 +14,30 @@ import os
 import tempfile
 
 from autoresearch import errors
-from autoresearch.store import chain, gitops
+from autoresearch.store import anchor, chain, gitops
 
 MIN_FREE_BYTES = 1 << 20
 
 
 def check(repo, config):
     from autoresearch.pipeline.measure import output_cap
+    _anchored(repo)
     _git_state(repo)
     _paths(repo, config)
     _storage(repo, output_cap(config))
 
 
+def _anchored(repo):
+    finding = anchor.check(repo.root, repo.log)
+    if finding.state == "disagrees":
+        raise errors.Refused(finding.text[len("WARNING: "):])
+
+
 def _git_state(repo):
+    redirected = gitops.grafted(repo.root)
+    if redirected:
+        raise errors.Refused(f"git is redirected in this repository: {redirected}; then run again "
+                             "(the engine measures the committed files, never replacements)")
     busy = gitops.operation_in_progress(repo.root)
     if busy:
         what, how = busy

@@ -47,7 +47,7 @@ def _keep_waiting(repo, run, runs, base, exc):
             restore_best(repo, runs + [run], base, None)
         except (gitops.GitError, OSError):
             pass  # current.json stays: the next engine call finishes the reset
-    kept = (f"it waits in {repo.rel(where)} and the next `autoresearch run` or `status` appends it"
+    kept = (f"it waits in {where} and the next `autoresearch run` or `status` appends it"
             if where else f"here it is: {json.dumps(run.to_json(), ensure_ascii=False)}")
     raise Refused(f"run {run.run} ({run.status}) was measured but the log cannot be written "
                   f"({exc.strerror or exc}); {kept}; free space or fix the log's permissions") from None

@@ -24,7 +24,7 @@ import tempfile
 import time
 
 import autoresearch
-from autoresearch import errors, output
+from autoresearch import errors, launch, output
 from autoresearch.decision import decide
 from autoresearch.store import gitops, research, state
 from autoresearch.store.files import read_json, write_json_atomic
@@ -161,7 +161,8 @@ def cmd_up(args):
     if not args.address:
         # A local head listens on 127.0.0.1 only (Ray otherwise binds every interface).
         env["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-    command = [python, "-m", "autoresearch.pool.pool_runner", "--repo", repo.root]
+    # Isolated (launch.py): started in the research repo, `python -m` would put that folder first.
+    command = launch.module_argv("autoresearch.pool.pool_runner", "--repo", repo.root, python=python)
     if args.address:
         command += ["--address", args.address]
     if args.gpus:
@@ -195,7 +196,7 @@ def _has_ray(python):
     if os.path.realpath(python) == os.path.realpath(sys.executable):
         return importlib.util.find_spec("ray") is not None
     try:
-        return subprocess.run([python, "-c", "import importlib.util,sys;"
+        return subprocess.run([python, "-I", "-c", "import importlib.util,sys;"
                                "sys.exit(importlib.util.find_spec('ray') is None)"],
                               capture_output=True, timeout=60).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
@@ -351,7 +352,7 @@ def _commit_scope(root, head, scope, message):
         env = dict(os.environ, GIT_INDEX_FILE=os.path.join(tmp, "index"))
 
         def g(*a):
-            p = subprocess.run(gitops.command(*a), cwd=root, env=env, capture_output=True, text=True)
+            p = subprocess.run(gitops.command(*a), cwd=root, env=gitops.environ(env), capture_output=True, text=True)
             if p.returncode != 0:
                 raise gitops.GitError(f"git {' '.join(a[:2])}: {p.stderr.strip()}")
             return p.stdout.strip()

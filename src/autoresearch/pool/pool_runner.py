@@ -24,7 +24,7 @@ import time
 import traceback
 
 import autoresearch
-from autoresearch.decision import decide
+from autoresearch.decision import decide, holdout
 from autoresearch.pipeline import recovery, verdict
 from autoresearch.pool import pool, wave
 from autoresearch.store import gitops, log, research, state
@@ -404,6 +404,7 @@ class Wave:
                 with open(path, "wb") as f:
                     f.write(data)
         res["measurement"].run_dir = os.path.abspath(run_dir)
+        holdout.hide(self.repo, run, run_dir, res["measurement"], self.notes.append, confined=False)
         if res.get("left_behind"):
             self.notes.append(f"run {run}: files over the size limit stayed on the node: "
                               + ", ".join(res["left_behind"][:5]))
@@ -624,7 +625,8 @@ def _rebase(root, cand, parent):
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, GIT_INDEX_FILE=os.path.join(tmp, "index"))
         def g(*args, input=None):
-            p = subprocess.run(gitops.command(*args), cwd=root, env=env, capture_output=True, text=True, input=input)
+            p = subprocess.run(gitops.command(*args), cwd=root, env=gitops.environ(env), capture_output=True, text=True,
+                               input=input)
             return p.stdout.strip() if p.returncode == 0 else None
         if g("read-tree", parent) is None or g("apply", "--cached", "--3way", input=diff + "\n") is None:
             return None

@@ -283,7 +283,7 @@ def _quiet(repo, env, cmd, name):
 
 
 def _git(repo, *args):
-    subprocess.run(gitops.command(*args), cwd=repo, check=True)
+    subprocess.run(gitops.command(*args), cwd=repo, check=True, env=gitops.environ())
 
 
 def _step(number, text):

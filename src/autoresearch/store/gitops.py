@@ -11,6 +11,12 @@ runs as the user: without this, a hook or a config line it planted would run wit
 user's rights when the engine runs git after the run, outside any sandbox (and a pre-commit
 hook that rewrites files would make the measured code differ from the committed code).
 
+Git cannot be redirected: every engine git command ignores replacement objects
+(`--no-replace-objects`: a `git replace` of the evaluator's blob would otherwise put other bytes
+into the run's snapshot while the file on disk and its hash stay as committed) and the grafts
+file (`GIT_GRAFT_FILE` set to the null device, in `environ()`). `grafted(repo)` finds either in a
+repository, and preflight refuses to run there.
+
 Clean/smudge filters stay on: a repository whose data is in git-lfs needs its smudge filter in
 the run's snapshot. A filter planted during a run is undone by the guard (integrity.py), which
 restores `.git/config`, `.git/info/attributes`, the hooks and the user's git config before the
@@ -32,11 +38,64 @@ FALLBACK_IDENTITY = ["-c", "user.name=autoresearch", "-c", "user.email=autoresea
 NEUTRAL = ("-c", f"core.hooksPath={os.devnull}", "-c", "core.fsmonitor=false", "-c", "commit.gpgSign=false",
            "-c", "tag.gpgSign=false", "-c", "log.showSignature=false")
 NO_DIFF_PROGRAMS = ("--no-ext-diff", "--no-textconv")
+# What git reads that would change which objects or history a command sees.
+REDIRECTION = {"GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull}
 
 
 def command(*args):
-    """The argv of one engine git command: `git`, NEUTRAL, then `args`."""
-    return ["git", *NEUTRAL, *args]
+    """The argv of one engine git command: `git`, no replacement objects, NEUTRAL, then `args`."""
+    return ["git", "--no-replace-objects", *NEUTRAL, "-c", "advice.graftFileDeprecated=false", *args]
+
+
+def environ(env=None):
+    """The environment of an engine git command: `env` (default: ours) without redirection."""
+    return dict(os.environ if env is None else env, **REDIRECTION)
+
+
+def grafted(repo):
+    """What redirects git's objects or history in the repository at `repo` (replace refs, a
+    grafts file), as one line that says how to remove it; None when nothing does. Read from
+    the files (no git started) unless the refs are kept in a reftable."""
+    from autoresearch.store import chain
+    folder = chain.git_dir(repo)
+    if folder is None:
+        return None
+    common = _common_dir(folder)
+    found = []
+    replaced = _replace_refs(repo, common)
+    if replaced:
+        shown = ", ".join(r[len("refs/replace/"):][:12] for r in replaced[:3]) + (", ..." if len(replaced) > 3 else "")
+        found.append(f"replacement objects (refs/replace/: {shown}); remove them with "
+                     "`git for-each-ref --format='%(refname:lstrip=2)' refs/replace/ | xargs git replace -d`")
+    grafts = os.path.join(common, "info", "grafts")
+    if os.path.exists(grafts):
+        found.append(f"a grafts file ({os.path.relpath(grafts, repo)}); remove it with `rm {os.path.relpath(grafts, repo)}`")
+    return "; ".join(found) or None
+
+
+def _common_dir(folder):
+    try:
+        with open(os.path.join(folder, "commondir"), encoding="utf-8") as f:
+            path = f.read().strip()
+        return path if os.path.isabs(path) else os.path.normpath(os.path.join(folder, path))
+    except OSError:
+        return folder
+
+
+def _replace_refs(repo, common):
+    if os.path.isdir(os.path.join(common, "reftable")):
+        out = git(repo, "for-each-ref", "--format=%(refname)", "refs/replace/", check=False) or ""
+        return out.split()
+    refs = []
+    for base, _dirs, names in os.walk(os.path.join(common, "refs", "replace")):
+        refs += ["refs/replace/" + os.path.relpath(os.path.join(base, n), os.path.join(common, "refs", "replace"))
+                 for n in names]
+    try:
+        with open(os.path.join(common, "packed-refs"), encoding="utf-8", errors="replace") as f:
+            refs += [line.split()[1] for line in f if " refs/replace/" in line and len(line.split()) > 1]
+    except OSError:
+        pass
+    return sorted(refs)
 
 
 class GitError(errors.Failed):
@@ -45,7 +104,7 @@ class GitError(errors.Failed):
 
 def git(repo, *args, check=True, input=None):
     """Run git in `repo`; return stdout (str, stripped of the final newline)."""
-    env = dict(os.environ)
+    env = environ()
     env.setdefault("GIT_TERMINAL_PROMPT", "0")
     deadline = time.monotonic() + LOCK_WAIT_S
     while True:
@@ -77,7 +136,7 @@ def toplevel(path):
         return found
     try:
         proc = subprocess.run(command("rev-parse", "--show-toplevel"), cwd=path,
-                              capture_output=True, text=True)
+                              capture_output=True, text=True, env=environ())
     except FileNotFoundError:
         return None
     return proc.stdout.strip() if proc.returncode == 0 else None
@@ -249,7 +308,8 @@ def run_ref(repo, run, ref=None):
 
 def blob(repo, commit, path):
     """The bytes of `path` in `commit`, or None."""
-    proc = subprocess.run(command("cat-file", "blob", f"{commit}:{path}"), cwd=repo, capture_output=True)
+    proc = subprocess.run(command("cat-file", "blob", f"{commit}:{path}"), cwd=repo, capture_output=True,
+                          env=environ())
     return proc.stdout if proc.returncode == 0 else None
 
 
@@ -287,7 +347,7 @@ def diff_patch(repo, commit):
 
 def is_ancestor(repo, ancestor, descendant):
     proc = subprocess.run(command("merge-base", "--is-ancestor", ancestor, descendant),
-                          cwd=repo, capture_output=True)
+                          cwd=repo, capture_output=True, env=environ())
     return proc.returncode == 0
 
 

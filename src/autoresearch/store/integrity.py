@@ -24,7 +24,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from autoresearch.store import chain, gitops, gitsetup
+from autoresearch.store import anchor, chain, gitops, gitsetup
 
 KEEP_BYTES = 64 << 20   # files up to this size are held in memory to restore them
 
@@ -99,6 +99,8 @@ class Guard:
     git_folders: list = field(default_factory=list)   # Folder: the hooks
 
 
+SNAPSHOT_SUFFIX = " (in the run's snapshot)"
+NOT_STARTED = "the benchmark was not started"
 GIT_FILE = "git setup"          # the label of each: "git setup .git/config", "git setup .git/hooks/post-commit"
 
 
@@ -119,14 +121,15 @@ def record(repo, config, snapshot_dir=None):
     folder = chain.state_dir(repo.log)
     if folder:
         files += [FileState.of(os.path.join(folder, chain.COPY), "the engine's copy of the log"),
-                  FileState.of(os.path.join(folder, chain.TIP), "the log's chain tip")]
+                  FileState.of(os.path.join(folder, chain.TIP), "the log's chain tip"),
+                  FileState.of(anchor.anchor_path(root), "the chain's anchor")]   # outside the repo
     files.append(FileState.of(repo.session, "the session file"))
     for name in config.fixed or {}:
         files.append(FileState.of(os.path.join(root, name), f"fixed file {name}"))
     snap = []
     if snapshot_dir:
         for name in config.fixed or {}:
-            snap.append(FileState.of(os.path.join(snapshot_dir, name), f"fixed file {name} (in the run's snapshot)",
+            snap.append(FileState.of(os.path.join(snapshot_dir, name), f"fixed file {name}{SNAPSHOT_SUFFIX}",
                                      restore=False))
     git_files, git_folders = _record_git_setup(root)
     branch = gitops.branch_ref(root)
@@ -195,6 +198,33 @@ def _keep_aside(root, path):
     os.makedirs(os.path.dirname(aside), exist_ok=True)
     with open(path, "rb") as src, open(aside, "wb") as dst:
         dst.write(src.read(KEEP_BYTES))
+
+
+def snapshot_forged(guard, config):
+    """Changes for each fixed file whose bytes in the run's snapshot are not the ones recorded at
+    init (sha256), checked just before the benchmark starts: git gave other bytes for the
+    commit (a replacement object, a smudge filter, an alternate object store)."""
+    changes = []
+    for state in guard.snapshot_files:
+        name = state.label[len("fixed file "):-len(SNAPSHOT_SUFFIX)]
+        digest = state.digest
+        if state.exists and state.target is not None:   # a symlink: its content, as init hashed it
+            digest = _content_digest(state.path)
+        if not state.exists or digest != (config.fixed or {}).get(name):
+            changes.append(Change(state.label, "differs from the sha256 recorded at init (git gave other bytes "
+                                  f"for the commit); {NOT_STARTED}", restored=True))
+    return changes
+
+
+def _content_digest(path):
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    except OSError:
+        return None
+    return h.hexdigest()
 
 
 def _head(root, branch, refs):
@@ -275,7 +305,7 @@ def restore(repo, guard, changes, current=None, state_copy=None, measured_commit
                 path = repo.current if change.what.startswith("the run-state") else state_copy
                 chain.write_atomic(path, data)
                 change.restored = True
-            elif change.what.endswith("(in the run's snapshot)"):
+            elif change.what.endswith(SNAPSHOT_SUFFIX):
                 change.restored = True  # the snapshot is thrown away after the run
             else:
                 refs_changed = True
@@ -372,8 +402,11 @@ def mark_tampered(verdict, changes, failed):
     say what was changed and that the engine restored it."""
     r = verdict.record
     r.status = "tampered"
-    r.reason = (f"the run changed what decides: {summary(changes)}; restored by the engine, never kept"
-                + (f"; could not restore: {', '.join(failed)}" if failed else ""))
+    if all(NOT_STARTED in c.how for c in changes):
+        r.reason = f"the run's snapshot is not the committed harness: {summary(changes)}; never kept"
+    else:
+        r.reason = (f"the run changed what decides: {summary(changes)}; restored by the engine, never kept"
+                    + (f"; could not restore: {', '.join(failed)}" if failed else ""))
     r.metric = None
     r.confidence = r.value = r.policy = None
     r.tampered = [c.text() for c in changes]

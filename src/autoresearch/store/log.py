@@ -18,7 +18,7 @@ import os
 import sys
 from dataclasses import dataclass, field, fields
 
-from autoresearch.store import chain
+from autoresearch.store import anchor, chain
 
 LOG_NAME = "autoresearch.jsonl"
 
@@ -45,6 +45,7 @@ def append(path, record, warn=None):
         (warn or _warn_stderr)(f"run {record.get('run', '?')}: record sanitised for the log "
                                f"({type(exc).__name__}: {exc})")
         data = _encode(sanitise(record))
+    fresh = folder is not None and not os.path.exists(path)
     # O_RDWR, not O_WRONLY: the torn-line check reads the last byte with pread.
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
@@ -53,6 +54,8 @@ def append(path, record, warn=None):
             data = b"\n" + data
         size = os.fstat(fd).st_size
         if folder:
+            # The anchor outside the repo first (it refuses a chain that is not its own), then the tip.
+            anchor.advance(path, line, record[chain.FIELD], size + len(data), fresh=fresh)
             chain.begin(folder, line, record[chain.FIELD], size + len(data))
         written = os.write(fd, data)
         if written != len(data):

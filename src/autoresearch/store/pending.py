@@ -1,27 +1,27 @@
 """Results that were measured but could not be appended (a full disk, a read-only log).
 
-Such a record is never lost and never turned into a crash: it is saved in the engine's state in
-the git directory (`.git/autoresearch/pending/N.json`, where tools in the scope cannot reach it
-under the sandbox, and which the PreToolUse hook protects) and appended by the next engine call
-that holds the lock (`run`, `status`, `init`), in run order, once the log can be written.
+Such a record is never lost and never turned into a crash: it is saved in the engine's state
+outside the repo (`~/.local/state/autoresearch/<repo-id>/pending/N.json`, anchor.py: a tool
+run in the repo could forge a record in `.git`, and the engine would append it as its own) and
+appended by the next engine call that holds the lock (`run`, `status`, `init`), in run order,
+once the log can be written.
 """
 
 import json
 import os
 
-from autoresearch.store import chain, log
+from autoresearch.store import anchor, chain, log
 
 
 def folder(repo):
-    state = chain.state_dir(repo.log)
-    return os.path.join(state, "pending") if state else os.path.join(repo.state, "pending")
+    return os.path.join(anchor.folder(repo.root), "pending")
 
 
 def save(repo, record):
     """Keep `record` for a later append; return where it went (None if nothing could be written)."""
     path = os.path.join(folder(repo), f"{int(record['run'])}.json")
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         chain.write_atomic(path, json.dumps(record, ensure_ascii=False, allow_nan=False).encode("utf-8") + b"\n")
         return path
     except (OSError, ValueError):
@@ -59,6 +59,6 @@ def flush(repo, warn):
         if isinstance(record, dict) and record.get("run") not in recorded:
             log.append(repo.log, record, warn=warn)
             done += 1
-            warn(f"run {record.get('run')}: appended its result, which was waiting in {os.path.relpath(path, repo.root)}")
+            warn(f"run {record.get('run')}: appended its result, which was waiting in {path}")
         os.unlink(path)
     return done

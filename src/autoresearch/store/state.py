@@ -13,7 +13,7 @@ import json
 import os
 import time
 
-from autoresearch.store import chain
+from autoresearch.store import anchor, chain
 from autoresearch.store.files import read_json, write_atomic, write_json_atomic
 from autoresearch.store.research import now_ms
 
@@ -91,20 +91,20 @@ def read_current(repo):
 
 
 def write_current(repo, data):
-    """current.json for every reader, and the engine's own copy in the git directory (the one
-    recovery trusts: a tool may write .autoresearch/current.json, not the engine's copy)."""
+    """current.json for every reader, and the engine's own copy in its state folder outside the
+    repo (anchor.py; the one recovery trusts: a tool may write .autoresearch/current.json, and
+    .git, but not the engine's copy)."""
     os.makedirs(repo.state, exist_ok=True)
     copy = current_copy(repo)
     if copy:
-        os.makedirs(os.path.dirname(copy), exist_ok=True)
+        os.makedirs(os.path.dirname(copy), mode=0o700, exist_ok=True)
         write_json_atomic(copy, data)
     write_atomic(repo.current, json.dumps(data, indent=1, sort_keys=True) + "\n", durable=copy is None)
 
 
 def current_copy(repo):
     """Path of the engine's copy of current.json (None outside a git work tree)."""
-    folder = chain.state_dir(repo.log)
-    return os.path.join(folder, "current.json") if folder else None
+    return os.path.join(anchor.folder(repo.root), "current.json") if chain.state_dir(repo.log) else None
 
 
 def clear_current(repo):

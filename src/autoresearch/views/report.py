@@ -172,7 +172,7 @@ def add_holdout(model, root, night):
     seg = night.current if night is not None else None
     if seg is None or seg.config is None:
         return
-    result = holdout.check(seg.config, seg.runs, research.Repo(root).run_dir)
+    result = holdout.check(seg.config, seg.runs, holdout.reader(research.Repo(root)))
     if result.measured:
         model["holdout"] = _clean(result.to_json())
 
@@ -580,7 +580,7 @@ def git_diffs(root, refs):
     try:
         names = subprocess.run(
             gitops.command("for-each-ref", "--format=%(refname) %(objectname)", "refs/autoresearch/"),
-            cwd=root, capture_output=True, text=True, timeout=30, check=True).stdout
+            cwd=root, capture_output=True, text=True, timeout=30, check=True, env=gitops.environ()).stdout
     except (OSError, subprocess.SubprocessError):
         return {}
     sha_of = dict(line.split(" ", 1) for line in names.splitlines() if " " in line)
@@ -594,7 +594,8 @@ def git_diffs(root, refs):
     try:
         out = subprocess.run(
             gitops.command("diff-tree", "--stdin", "-p", "--no-color", *gitops.NO_DIFF_PROGRAMS, "--first-parent", "--root"),
-            cwd=root, input=("\n".join(wanted) + "\n").encode(), capture_output=True, timeout=60, check=True).stdout
+            cwd=root, input=("\n".join(wanted) + "\n").encode(), capture_output=True, timeout=60, check=True,
+            env=gitops.environ()).stdout
     except (OSError, subprocess.SubprocessError):
         return {}
     result, current, chunk = {}, None, []

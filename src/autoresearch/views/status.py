@@ -9,7 +9,7 @@ import argparse
 from autoresearch import agent_sandbox, errors, output
 from autoresearch.decision import logcache, summary
 from autoresearch.decision.summary import LAST_RUNS, NOISE_COMMAND, status_from
-from autoresearch.store import ledger, log, night_log, research, state
+from autoresearch.store import anchor, ledger, log, night_log, research, state
 
 
 def add_parsers(sub):
@@ -57,6 +57,7 @@ def cmd_status(args):
     repo = research.find()
     recover_if_needed(repo)
     status = compute(repo, warn=output.warn)
+    status["anchor"] = anchor.check(repo.root, repo.log).to_json()   # the log against the anchor outside the repo
     text = status_text(status) + "\n" + _agent_side(repo, status)
     output.emit(args, text, status)
     return errors.EXIT_OK
@@ -97,8 +98,10 @@ def _change_text(s):
 def status_text(s):
     unit = s["metric_unit"] or ""
     c = s["counts"]
-    lines = [f"{s['name'] or 'autoresearch'} — segment {s['segment']}, {s['direction']} "
-             f"{s['metric_name']} is better",
+    held = s.get("anchor") or {}
+    lines = [held["text"]] if held.get("state") == "disagrees" else []
+    lines += [f"{s['name'] or 'autoresearch'} — segment {s['segment']}, {s['direction']} "
+              f"{s['metric_name']} is better",
              f"runs: {s['runs']} this segment ({s['total_runs']} total): " +
              ", ".join(f"{k} {v}" for k, v in c.items())]
     e = s.get("experiments")
@@ -139,6 +142,8 @@ def status_text(s):
         lines.append(f"running: run {s['running']['run']} (pid {s['running']['pid']})")
     if s.get("pool"):
         lines.append(pool_line(s["pool"]))
+    if held.get("state") == "none":
+        lines.append(held["text"])
     return "\n".join(lines)
 
 

@@ -9,7 +9,7 @@ import argparse
 
 from autoresearch import errors, output
 from autoresearch.decision import holdout
-from autoresearch.store import log, research
+from autoresearch.store import anchor, log, research
 
 EXAMPLES = """examples:
   autoresearch verify          # the table and the verdict, in a terminal
@@ -30,8 +30,10 @@ def cmd_verify(args):
     seg = night.current
     if seg is None or seg.config is None:
         research.require_config(None)
-    result = holdout.check(seg.config, seg.runs, repo.run_dir)
-    text = f"segment {seg.index}: {seg.config.name or seg.config.metric_name}\n" + \
-        holdout.table(result, seg.config.metric_name)
-    output.emit(args, text, dict(result.to_json(), segment=seg.index))
+    result = holdout.check(seg.config, seg.runs, holdout.reader(repo))
+    held = anchor.check(repo.root, repo.log)   # the log against the anchor outside the repo
+    text = (f"{held.text}\n" if held.state == "disagrees" else "") + \
+        f"segment {seg.index}: {seg.config.name or seg.config.metric_name}\n" + \
+        holdout.table(result, seg.config.metric_name) + (f"\n{held.text}" if held.state != "disagrees" and held.text else "")
+    output.emit(args, text, dict(result.to_json(), segment=seg.index, anchor=held.to_json()))
     return errors.EXIT_OK
