@@ -15,7 +15,7 @@ import math
 import re
 
 from gpu_train_debug import accounting as acc
-from gpu_train_debug import harness_verdict, logtext, memory, patterns
+from gpu_train_debug import evidence, harness_verdict, logtext, memory, patterns
 
 FAMILIES = ("OOM", "GPU_UNSUPPORTED", "DTYPE_UNSUPPORTED", "NO_ACCELERATOR", "NAN_LOSS",
             "COMPILE_FAILURE", "MISSING_DEPENDENCY", "TOKENIZER", "DATA", "DISTRIBUTED",
@@ -30,6 +30,15 @@ _COMPILER_FRAME = re.compile(r"torch[/\\]_(?:dynamo|inductor)[/\\]|[/\\]triton[/
 _EVAL_FRAMES = ("evaluate_bpb", "def evaluate", "eval_loss", "in evaluate", "model.eval()")
 _STATE_FRAMES = ("setup_optimizer", "init_weights", ".to(device", "to_empty(", "_init_group",
                  "zeros_like", "in __init__")
+
+
+# Warnings that are themselves the cause: the run goes on (on the CPU, or to a later error) but
+# nothing after them can work. A later exception does not outrank them.
+CAUSE_WARNINGS = ("DRIVER_TOO_OLD",)
+_RANK_PREFIX = re.compile(r"\[(?:rank|default)(\d+)\]:")
+_ANY_RANK = re.compile(r"\[(?:rank|default)(\d+)\]:|\bRank (\d+)\]")
+# Exceptions that are always the code's own mistake, wherever they are raised.
+_ALWAYS_CODE = ("NameError", "SyntaxError", "IndentationError", "TabError", "UnboundLocalError")
 
 
 # A failure shows at the start (warnings, setup) or at the end (the traceback) of a log;
@@ -134,7 +143,11 @@ class _Diagnosis:
     # -- dispatch -------------------------------------------------------------------------
 
     def run(self):
-        found = patterns.scan(self.log)
+        # Structure first: the exception chain, its frames and libraries, the rank that failed
+        # first, the warnings before the failure (gpu_train_debug/evidence.py).
+        self.ev = evidence.read(self.log)
+        self.decided_by = []
+        found = self._first_failed_rank_first(patterns.scan(self.log))
         decided = None if self.status == "implausible" else self._from_benchmark(found)
         if self.status == "implausible":
             # The run finished and only its result is in doubt: error text in its log was not fatal.
@@ -143,10 +156,14 @@ class _Diagnosis:
         elif decided:
             result = decided
         elif found:
-            code, family, match = found[0]
-            # Only a warning matched: an exception raised after it is what ended the run.
-            result = ((patterns.on_warning_line(self.log, match) and self._from_exception(after=match.end()))
-                      or self._from_signature(code, family, match))
+            code, family, match = self._cause_of(found)
+            warned = patterns.on_warning_line(self.log, match)
+            # Only a warning matched: an exception raised after it is what ended the run, unless
+            # the warning is one that causes the failure (a driver too old for the CUDA runtime).
+            raised = warned and code not in CAUSE_WARNINGS and self._from_exception(after=match.end())
+            if not raised:
+                self._decided(match, "warning that caused the failure" if warned else "signature " + code)
+            result = raised or self._from_signature(code, family, match)
         elif self.status == "timeout" or "timed out" in self.reason:
             result = self._timeout()
         elif self.template and self._leaky():
@@ -161,8 +178,44 @@ class _Diagnosis:
         family, codes, fix, explanation = result
         if not self.template and self.status != "implausible":
             explanation = (explanation.rstrip() + " " + self._benchmark_context()).strip()
+        facts = self.ev.summary()
+        if self.decided_by:
+            facts["decided_by"] = self.decided_by
+        if facts:
+            self.inter["evidence"] = facts
         return {"family": family, "codes": codes, "intermediates": self.inter, "fix": fix,
                 "explanation": explanation}
+
+    # -- which evidence decides -------------------------------------------------------------
+
+    def _decided(self, match, why):
+        """Record the line that decided the diagnosis (and the rank that printed it)."""
+        line = self._line(match).strip()
+        entry = {"line": line[:300], "why": why}
+        rank = _RANK_PREFIX.search(line)
+        if rank:
+            entry["rank"] = int(rank.group(1))
+        self.decided_by.append(entry)
+
+    def _first_failed_rank_first(self, found):
+        """torchrun's `Root Cause (first observed failure)` names the rank that failed first: its
+        own lines decide over the other ranks' consequences (their NCCL errors and timeouts)."""
+        root = self.ev.root_cause
+        if not root or root.rank is None or len(found) < 2:
+            return found
+        prefix = (f"[rank{root.rank}]:", f"[default{root.rank}]:")
+        own = [f for f in found if self._line(f[2]).lstrip().startswith(prefix)]
+        return own + [f for f in found if f not in own]
+
+    def _cause_of(self, found):
+        """The first signature, unless a warning earlier in the log is what made it happen."""
+        code, family, match = found[0]
+        if code in ("NO_CUDA_DEVICE",):
+            for other in found[1:]:
+                if other[0] in CAUSE_WARNINGS and other[2].start() < match.start():
+                    self._decided(match, "the failure the warning explains")
+                    return other
+        return found[0]
 
     # -- what the fixed benchmark said (harness_verdict.py) --------------------------------
 
@@ -261,7 +314,7 @@ class _Diagnosis:
         return " ".join(parts)
 
     def _from_signature(self, code, family, match):
-        if family == "OOM":
+        if code == "OOM":
             return self._oom(match)
         if family == "NAN_LOSS":
             return self._nan(code)
@@ -310,6 +363,10 @@ class _Diagnosis:
             "WINDOW_PATTERN_INVALID": self._window_pattern,
             "NCCL_TIMEOUT": self._nccl,
             "NCCL_ERROR": self._nccl,
+            "BUILD_TOOLCHAIN": self._toolchain,
+            "DRIVER_TOO_OLD": self._driver_too_old,
+            "MPS_FLOAT64": self._mps_float64,
+            "DATALOADER_WORKER_EXITED": self._worker_exited,
         }[code]
         return handler(match)
 
@@ -346,8 +403,7 @@ class _Diagnosis:
         fix, how = self._oom_fix(code, oom)
         if "ALLOC_FAILED" in match.group(0) or "MemoryAllocation" in match.group(0):
             where += " (a cuBLAS/cuDNN workspace could not be allocated: GPU memory was full, often held by another process)"
-        device = ("The MPS device" if "MPS backend" in match.group(0) else "Metal" if "Metal" in context
-                  or "kIOGPU" in match.group(0) or "metal::" in match.group(0) else "CUDA")
+        device = _oom_device(match.group(0), context)
         text = (f"{device} ran out of memory {where}. " + how)
         return "OOM", [code], fix, text
 
@@ -544,6 +600,12 @@ class _Diagnosis:
             (f"Run {step} to prepare it." if step else "Prepare or download it, or fix its path."))
 
     def _disk_full(self, match):
+        said = match.group(0)
+        if "StreamWriter" in said or "unexpected pos" in said:
+            return "DATA", ["DISK_FULL"], {}, (
+                "torch.save could not finish writing a checkpoint (" + self._line(match).strip()[:100] + "): the "
+                "disk or the quota filled while it wrote (checkpoints are large; old ones pile up). Free space or "
+                "keep fewer checkpoints (save_total_limit), or write them to a larger disk, then rerun.")
         return "DATA", ["DISK_FULL"], {}, (
             "The disk is full (ENOSPC: " + match.group(0) + "): a download, the data cache or a checkpoint "
             "could not be written. Free space, or point the caches (HF_HOME, AUTORESEARCH_CACHE) and "
@@ -674,6 +736,52 @@ class _Diagnosis:
             "DataLoader workers ran out of shared memory (/dev/shm), common in containers: raise it "
             "(`docker run --shm-size=8g`) or use fewer DataLoader workers (num_workers=0).")
 
+    def _worker_exited(self, match):
+        return "OOM", ["SHM_EXHAUSTED"], {}, (
+            "A DataLoader worker exited without a Python error: in a container this is almost always "
+            "/dev/shm running out (Docker's default is 64 MB), otherwise the host's OOM killer. Raise the "
+            "container's shared memory (`docker run --shm-size=8g` or `--ipc=host`) or use fewer DataLoader "
+            "workers (num_workers=0 to confirm).")
+
+    def _toolchain(self, match):
+        said = match.group(0)
+        lowered = said.lower()
+        self.inter["toolchain_error"] = self._line(match).strip()[:200]
+        if "gnu version" in lowered or "visual studio" in lowered:
+            return "MISSING_DEPENDENCY", ["BUILD_TOOLCHAIN"], {}, (
+                "The CUDA extension did not build: the host compiler is newer than this nvcc accepts (" + said[:80] +
+                "). Build with an older gcc/g++ (e.g. `CC=gcc-11 CXX=g++-11`, or update-alternatives), or install "
+                "a newer CUDA toolkit that supports this compiler.")
+        if "architecture" in lowered:
+            return "MISSING_DEPENDENCY", ["BUILD_TOOLCHAIN"], {}, (
+                "The CUDA extension did not build: this nvcc is older than the GPU (" + said[:60] + "). Install a "
+                "newer CUDA toolkit (sm_89 needs 11.8, sm_90 12.0, sm_120 12.8), or build for an architecture this "
+                "toolkit knows (TORCH_CUDA_ARCH_LIST=8.6).")
+        return "MISSING_DEPENDENCY", ["BUILD_TOOLCHAIN"], {}, (
+            "The CUDA extension did not build: the local CUDA toolkit (nvcc, CUDA_HOME) is not the CUDA version "
+            "torch was built with. Install the torch wheel for the local CUDA, or point CUDA_HOME at a toolkit of "
+            "torch's CUDA version (torch.version.cuda), then rebuild.")
+
+    def _driver_too_old(self, match):
+        said = match.group(0)
+        warned = patterns.on_warning_line(self.log, match)
+        how = (" It was printed as a warning, and everything after it ran without the GPU." if warned else "")
+        if "compat" in said.lower() or "container" in said.lower():
+            return "NO_ACCELERATOR", ["DRIVER_TOO_OLD"], {}, (
+                "The NVIDIA driver is older than the CUDA runtime in use, and this GPU has no forward compatibility "
+                "(error 804, common in containers built for a newer CUDA)." + how + " Update the host driver to "
+                "one that supports the container's CUDA, or use an image/torch built for an older CUDA.")
+        return "NO_ACCELERATOR", ["DRIVER_TOO_OLD"], {}, (
+            "The NVIDIA driver is too old for the CUDA runtime torch was built with, so CUDA cannot start." + how +
+            " Update the GPU driver, or install a torch wheel built for an older CUDA (one the driver supports: "
+            "nvidia-smi shows the highest).")
+
+    def _mps_float64(self, match):
+        return "DTYPE_UNSUPPORTED", ["MPS_FLOAT64"], {}, (
+            "Apple's MPS backend has no float64: a float64 tensor (numpy's default dtype) was moved to the GPU. "
+            "Cast it to float32 before `.to('mps')` (`torch.from_numpy(a).float()`, or "
+            "torch.set_default_dtype(torch.float32)).")
+
     def _gpu_too_old(self, match):
         return "GPU_UNSUPPORTED", ["GPU_TOO_OLD"], {}, (
             "This GPU's compute capability is below what the software supports (" + match.group(0)[:100] +
@@ -742,6 +850,8 @@ class _Diagnosis:
         where = f" at {raised.where()}" if raised.file else ""
         name = raised.name
         frame = raised.file or (logtext.deepest_frame(self.log) or ("",))[0]
+        self.decided_by.append({"line": raised.text()[:300], "why": "first exception of the last chain"
+                                + (f", raised at {raised.where()}" if raised.file else "")})
         if name in self._GENERIC and _COMPILER_FRAME.search(frame or ""):
             # The message was cut off, but the traceback ends inside torch.compile's stack.
             fix = self._set("COMPILE", False)
@@ -752,6 +862,11 @@ class _Diagnosis:
             return "DATA", ["DATASET_UNKNOWN"], {}, (
                 f"{raised.text()}{where}: the dataset path is not one the code knows. Use a dataset name "
                 f"or folder the code lists (its config or README), or register the new one.")
+        if name in self._CODE_ERRORS and not self._code_error_evidence(raised):
+            # A TypeError/ValueError/... raised inside an installed library, or pasted without a
+            # traceback, is as often a version mismatch or bad data as a bug in the code: a
+            # wrong family is worse than none, so say what was raised and where instead.
+            return None
         if name in self._CODE_ERRORS:
             hint = self._code_hint(raised)
             return "CONFIG_INVALID", ["CODE_ERROR"], {}, (
@@ -766,6 +881,20 @@ class _Diagnosis:
                 f"{raised.text()}{where}: an installed package is a different version than the code "
                 f"expects. Install the version the project pins (its requirements or lock file).")
         return None
+
+    def _code_error_evidence(self, raised):
+        """True when the frames show the code's own mistake: an error that is always one
+        (NameError, SyntaxError, ...), or one raised in the project's own code, not a library."""
+        if raised.name in _ALWAYS_CODE:
+            return True
+        link = self.ev.first
+        if link is None or link.start != raised.start or not link.frames:
+            return False
+        lib = link.raised_in
+        if lib is not None:
+            self.decided_by.append({"line": f"{link.frames[-1].file} line {link.frames[-1].line}",
+                                    "why": f"raised inside the installed package `{lib}`, not the project's code"})
+        return lib is None
 
     def _code_hint(self, raised):
         if raised.name == "NameError":
@@ -840,9 +969,51 @@ class _Diagnosis:
                 "The distributed set-up failed before training (" + text[:80] + "): the launcher, the "
                 "rendezvous or the build's MPI/NCCL support does not match how the run was started. "
                 "For one GPU, run a single process without the multi-GPU path.")
+        if code == "NCCL_TIMEOUT":
+            return self._collective_timeout()
         return "DISTRIBUTED", [code], {}, (
             "A collective (NCCL) operation failed or timed out: one rank crashed or took a different "
             "code path. Look for the first rank's own error; single-GPU runs should not use NCCL.")
+
+    def _collective_timeout(self):
+        """A watchdog timeout: which ranks waited at which collective, and who was elsewhere.
+
+        No rank's own error was found (that would have ranked first), so the ranks that timed out
+        waited for one that was busy elsewhere: saving, evaluating or preparing data on one rank, or
+        a different code path. Ranks stopped at different collectives say the same."""
+        waits = _watchdog_waits(self.log)
+        ranks = sorted({rank for rank, _, _, _ in waits})
+        where = sorted({(seq, op) for _, seq, op, _ in waits})
+        tail = self.log[-65536:]
+        seen = {int(r) for r in _RANK_PREFIX.findall(tail)}
+        waited = set(ranks) | {int(r) for line in tail.splitlines() if "watchdog" in line.lower()
+                               for pair in _ANY_RANK.findall(line) for r in pair if r}
+        absent = sorted(seen - waited)
+        busy = _busy_before(self.log, waits[0][3] if waits else len(self.log))
+        if ranks:
+            self.inter["timed_out_ranks"] = ranks
+            self.inter["collectives"] = [f"{op} #{seq}" for seq, op in where][:4]
+        if absent:
+            self.inter["ranks_not_timed_out"] = absent
+        if busy:
+            self.inter["busy_with"] = busy
+        said = []
+        if len({op for _, op in where}) > 1:
+            # Sequence numbers differ between process groups; different operations do not.
+            said.append("the ranks stopped at different collectives (" + ", ".join(
+                f"{op} #{seq}" for seq, op in where[:3]) + "): they took different code paths")
+        if absent:
+            said.append(f"rank{'s' if len(absent) > 1 else ''} {', '.join(map(str, absent))} did not time out: "
+                        "it was elsewhere while the others waited")
+        if busy:
+            said.append(f"just before, the log shows {busy}")
+        detail = ("; ".join(said) + ". ") if said else ""
+        return "DISTRIBUTED", ["NCCL_TIMEOUT"], {}, (
+            "A collective timed out on the NCCL watchdog with no rank's own error in the log: the other ranks "
+            "waited for one that was busy elsewhere or never arrived. " + detail[:1].upper() + detail[1:] +
+            "Do one-rank work (saving a checkpoint, evaluation, data preparation) on every rank or behind a "
+            "barrier, and raise the collective timeout if it is legitimately long (init_process_group(timeout=...), "
+            "HF `ddp_timeout`); single-GPU runs should not use NCCL.")
 
     def _timeout(self):
         if not self.template and self.last is None:
@@ -892,6 +1063,9 @@ class _Diagnosis:
         if line:
             self.inter["error_line"] = line[:300]
         where = f" at {raised.where()}" if raised and raised.file else ""
+        link = self.ev.first
+        if raised and link is not None and link.start == raised.start and link.raised_in:
+            where += f" (inside the installed package `{link.raised_in}`)"
         return "UNKNOWN", ["UNKNOWN"], {}, (
             "No known failure signature: " + (line + where if line else "the log has no error line") + ".")
 
@@ -899,6 +1073,49 @@ class _Diagnosis:
         start = self.log.rfind("\n", 0, match.start()) + 1
         stop = self.log.find("\n", match.end())
         return self.log[start:len(self.log) if stop < 0 else stop]
+
+
+_WATCHDOG = re.compile(r"\[Rank (\d+)\] Watchdog caught collective operation timeout:\s*WorkNCCL\(SeqNum=(\d+), OpType=(\w+)")
+_BUSY = (("saving a checkpoint", re.compile(r"\bsav(?:e|ing)\b[^\n]*(?:checkpoint|model|state)|checkpoint", re.I)),
+         ("an evaluation", re.compile(r"\beval(?:uat\w*)?\b|\bvalidat\w*", re.I)),
+         ("data being loaded or tokenised", re.compile(r"\b(?:tokeniz|Map|Loading|preprocess)\w*\b.*\d+%|Generating \w+ split")))
+
+
+def _watchdog_waits(log, limit=64):
+    """(rank, seq, op, offset) of each NCCL watchdog timeout line, found from str.find."""
+    out, pos = [], log.find("Watchdog caught")
+    while pos >= 0 and len(out) < limit:
+        start = log.rfind("\n", 0, pos) + 1
+        match = _WATCHDOG.search(log, start, min(len(log), pos + 400))
+        if match:
+            out.append((int(match.group(1)), int(match.group(2)), match.group(3), start))
+        pos = log.find("Watchdog caught", pos + 1)
+    return out
+
+
+def _busy_before(log, offset, lines=40):
+    """What the run was doing just before the first timeout (the one-rank work others waited for)."""
+    window = log[max(0, offset - 8000):offset].splitlines()[-lines:]
+    for what, regex in _BUSY:
+        if any(regex.search(line) for line in window):
+            return what
+    return None
+
+
+def _oom_device(said, context):
+    """Which accelerator ran out of memory, in the words its runtime used."""
+    lowered = said.lower()
+    if "mps backend" in lowered:
+        return "The MPS device"
+    if "metal" in context.lower() or "kiogpu" in lowered or "metal::" in lowered:
+        return "Metal"
+    if "hip" in lowered:
+        return "The ROCm (HIP) GPU"
+    if "xpu" in lowered or "ur_result" in lowered or "out of device memory" in lowered:
+        return "The Intel XPU"
+    if "memory space" in lowered or "resource_exhausted" in lowered:
+        return "The TPU/XLA device"
+    return "CUDA"
 
 
 def _round_sig(value, digits=3):

@@ -17,9 +17,14 @@ SIGNATURES = [
         r"|MPS backend out of memory|Tried to allocate [\d.]+ ?[KMGT]i?B \(GPU \d+; [\d.]+ ?[KMGT]i?B total capacity"
         r"|kIOGPUCommandBufferCallbackErrorOutOfMemory|\[metal::malloc\] Attempting to allocate"
         r"|\bO?OM [Dd]etected|RESOURCE_EXHAUSTED: Out of memory|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED"
-        r"|cudaErrorMemoryAllocation|cudaMalloc failed: out of memory|failed to allocate CUDA\d* buffer"),
+        r"|cudaErrorMemoryAllocation|cudaMalloc failed: out of memory|failed to allocate CUDA\d* buffer"
+        # ROCm, Intel XPU (level-zero / SYCL) and TPU (XLA) say the same in their own words.
+        r"|XPU out of memory|UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY|Allocation is out of device memory"
+        r"|HIP_ERROR_OutOfMemory|hipErrorOutOfMemory|Ran out of memory in memory space (?:hbm|vmem)"),
      ('out of memory', 'outofmemoryerror', 'total capacity', 'erroroutofmemory', 'metal::malloc',
-      'om detected', 'resource_exhausted', 'alloc_failed', 'cudaerrormemoryallocation', 'failed to allocate cuda')),
+      'om detected', 'resource_exhausted', 'alloc_failed', 'cudaerrormemoryallocation', 'failed to allocate cuda',
+      'out_of_device_memory', 'out of device memory', 'error_outofmemory', 'erroroutofmemory',
+      'ran out of memory in memory space')),
     ("CAUSAL_LEAK", "LOSS_TOO_GOOD", re.compile(
         r"CAUSALITY VIOLATION|the model sees future tokens"),
      ('causality violation', 'sees future tokens')),
@@ -54,17 +59,38 @@ SIGNATURES = [
     ("HALF_ON_CPU", "DTYPE_UNSUPPORTED", re.compile(
         r"\"\w+_cpu_?\" not implemented for '(?:Half|BFloat16)'|not implemented for 'Half'"),
      ("not implemented for 'half'", "not implemented for 'bfloat16'")),
+    # Apple's MPS has no float64: a float64 tensor (numpy's default) moved to the GPU is refused.
+    ("MPS_FLOAT64", "DTYPE_UNSUPPORTED", re.compile(
+        r"MPS framework doesn't support float64|Cannot convert a MPS Tensor to float64"),
+     ("doesn't support float64", 'mps tensor to float64')),
     ("BF16_UNSUPPORTED", "DTYPE_UNSUPPORTED", re.compile(
         r"does not support bfloat16|bf16 is not supported|bfloat16 is not supported"
         r"|Bf16 requires|only supported on GPUs with compute capability of at least 8|setup doesn't support bf16"
         r"|Feature '[^']*bf16' requires \.target sm_80", _I),
      ('bfloat16', 'bf16', 'compute capability of at least 8')),
+    # The driver is older than the CUDA runtime (torch's wheel, or a container's CUDA forward
+    # compatibility on a GPU that has none). Often only a warning at CUDA initialisation, after
+    # which the run falls back to the CPU or fails later: the warning is then the cause.
+    ("DRIVER_TOO_OLD", "NO_ACCELERATOR", re.compile(
+        r"NVIDIA driver on your system is too old|CUDA driver version is insufficient"
+        r"|forward compatibility was attempted on non supported HW|cudaErrorCompatNotSupportedOnDevice"
+        r"|This container was built for NVIDIA Driver Release", _I),
+     ('driver on your system is too old', 'driver version is insufficient', 'forward compatibility was attempted',
+      'compatnotsupported', 'built for nvidia driver release')),
     ("NO_CUDA_DEVICE", "NO_ACCELERATOR", re.compile(
         r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available"
-        r"|no CUDA-capable device is detected|CUDA driver version is insufficient|invalid device ordinal"
-        r"|CUDA unavailable, invalid device|NVIDIA driver on your system is too old"),
-     ('not compiled with cuda', 'no nvidia driver', 'no cuda gpus', 'no cuda-capable', 'driver version is insufficient',
-      'invalid device ordinal', 'cuda unavailable', 'driver on your system is too old')),
+        r"|no CUDA-capable device is detected|invalid device ordinal|CUDA unavailable, invalid device"),
+     ('not compiled with cuda', 'no nvidia driver', 'no cuda gpus', 'no cuda-capable', 'invalid device ordinal',
+      'cuda unavailable')),
+    # The build of a CUDA extension stopped on the toolchain: the host compiler is newer than nvcc
+    # accepts, nvcc is older than the GPU, or the local toolkit is not the CUDA torch was built with.
+    # A build failure comes before the missing module or undefined symbol it leaves behind.
+    ("BUILD_TOOLCHAIN", "MISSING_DEPENDENCY", re.compile(
+        r"unsupported GNU version! gcc versions later than [\d.]+ are not supported"
+        r"|unsupported Microsoft Visual Studio version|Unsupported gpu architecture '(?:compute|sm)_\w+'"
+        r"|The detected CUDA version \([\d.]+\) mismatches the version that was used to compile", _I),
+     ('unsupported gnu version', 'unsupported microsoft visual studio', 'unsupported gpu architecture',
+      'the detected cuda version')),
     ("MISSING_PACKAGE", "MISSING_DEPENDENCY", re.compile(
         r"ModuleNotFoundError: No module named '([\w.]+)'|ImportError: No module named ([\w.]+)"
         r"|\bpython[\d.]*: No module named ([\w.]+)"),
@@ -108,9 +134,21 @@ SIGNATURES = [
      ('torch.compile', 'triton installation', 'backendcompilerfailed', 'inductorerror', 'torch._dynamo.exc',
       'invalidcxxcompiler', 'cppcompileerror', 'llvm error', '.triton', 'compilationerror', 'c compiler',
       'python.h', "'which', 'c++'")),
+    # /dev/shm ran out (Docker gives a container 64 MB): DataLoader workers pass batches through
+    # it (`/torch_<pid>_...` files), NCCL puts its intra-node buffers there (`nccl-shm`). Both
+    # report the kernel's ENOSPC, "No space left on device", which is why this comes before DISK_FULL.
+    ("SHM_EXHAUSTED", "OOM", re.compile(
+        r"insufficient shared memory \(shm\)|Unexpected bus error encountered in worker|No space left on device[^\n]*/dev/shm"
+        r"|out of shared memory|killed by signal: Bus error|unable to (?:write to|mmap|open shared memory object)[^\n]*</?torch_"
+        r"|Error while creating shared memory segment|shm\.h:\d+ NCCL WARN Call to posix_fallocate failed"
+        r"|failed to extend /dev/shm/", _I),
+     ('shared memory', 'bus error', '/dev/shm', 'torch_', 'posix_fallocate')),
     ("DISK_FULL", "DATA", re.compile(
-        r"No space left on device|\[Errno 28\]|Not enough disk space|Disk quota exceeded|\bENOSPC\b", _I),
-     ('no space left', 'errno 28', 'not enough disk space', 'disk quota', 'enospc')),
+        r"No space left on device|\[Errno 28\]|Not enough disk space|Disk quota exceeded|\bENOSPC\b"
+        # torch.save's zip writer when the disk or the quota fills during a checkpoint.
+        r"|PytorchStreamWriter failed writing file|unexpected pos \d+ vs \d+", _I),
+     ('no space left', 'errno 28', 'not enough disk space', 'disk quota', 'enospc', 'pytorchstreamwriter failed writing',
+      'unexpected pos')),
     ("PERMISSION_DENIED", "DATA", re.compile(
         r"PermissionError|\[Errno 13\] Permission denied|\bEACCES\b"),
      ('permissionerror', 'errno 13', 'eacces')),
@@ -181,10 +219,6 @@ SIGNATURES = [
     ("CHECKPOINT_MISMATCH", "CONFIG_INVALID", re.compile(
         r"Error\(s\) in loading state_dict|Missing key\(s\) in state_dict|Unexpected key\(s\) in state_dict"),
      ('in loading state_dict', 'in state_dict')),
-    ("SHM_EXHAUSTED", "OOM", re.compile(
-        r"insufficient shared memory \(shm\)|Unexpected bus error encountered in worker|No space left on device[^\n]*/dev/shm"
-        r"|out of shared memory|killed by signal: Bus error", _I),
-     ('shared memory', 'bus error', '/dev/shm')),
     # The kernel's OOM killer (or a cgroup limit) ended the process: SIGKILL, exit 137 (128+9).
     ("HOST_OOM_KILLED", "OOM", re.compile(
         r"exitcode\s*:\s*-9\b|Signal 9 \(SIGKILL\)|exit code 137\b|interrupted by signal 9|killed by signal: Killed"
@@ -225,6 +259,11 @@ SIGNATURES = [
     ("SEGFAULT", "UNKNOWN", re.compile(
         r"Segmentation fault|exitcode\s*:\s*-11\b|signal: Segmentation|SIGSEGV|exit code 139\b", _I),
      ('segmentation', 'exitcode', 'sigsegv', '139')),
+    # A DataLoader worker died without saying how: in containers nearly always /dev/shm, else the
+    # host's OOM killer. Ranked after SEGFAULT: a worker that segfaulted says so.
+    ("DATALOADER_WORKER_EXITED", "OOM", re.compile(
+        r"DataLoader worker \(pid\(?s?\)? [\d, ]+\) exited unexpectedly"),
+     ('exited unexpectedly',)),
     # A user's own report that the loss fell to about zero (the leak shows as a too-good loss).
     ("LOSS_NEAR_ZERO", "LOSS_TOO_GOOD", re.compile(
         r"\bloss\b[^\n]{0,12}?\b(?:goes|went|go|dropp?(?:ed|s)?|fell|falls?|becomes?|became|collapses?d?)\s+(?:down\s+)?"
