@@ -367,6 +367,7 @@ class _Diagnosis:
             "DRIVER_TOO_OLD": self._driver_too_old,
             "MPS_FLOAT64": self._mps_float64,
             "DATALOADER_WORKER_EXITED": self._worker_exited,
+            "USAGE_ERROR": self._usage,
         }[code]
         return handler(match)
 
@@ -574,7 +575,7 @@ class _Diagnosis:
 
     def _missing_path(self, match):
         line = self._line(match)
-        quoted = re.search(r"['\"]([^'\"]+)['\"]", line[line.find(":") + 1:] if ":" in line else line)
+        quoted = re.search(r"(?<!\w)['\"]([^'\"]+)['\"]", line[line.find(":") + 1:] if ":" in line else line)
         named = quoted or re.search(r"(?<![\w.])([\w.~/\\-]*\w\.(?:model|bin|json|txt|pkl|parquet|npy|arrow|pt|safetensors))\b", line)
         if named:
             self.inter["missing_path"] = named.group(1)
@@ -582,6 +583,16 @@ class _Diagnosis:
         return None
 
     def _tokenizer(self, match):
+        hub_id = _HUB_ID_TOKENIZER.search(self._line(match))
+        if hub_id and _is_hub_id(hub_id.group(1)):
+            # transformers could not load a tokenizer named by its Hub id: nothing local was meant,
+            # so the download failed (no network, a blocked or gated Hub, a misspelt id).
+            self.inter["hub_id"] = hub_id.group(1)
+            return "DATA", ["HUB_UNREACHABLE"], {}, (
+                f"transformers could not load the tokenizer of `{hub_id.group(1)}` from the Hugging Face Hub and "
+                "has no copy in its cache: the Hub was unreachable (no network, a firewall; set HF_ENDPOINT to a "
+                "reachable mirror), the repo is gated (log in with HF_TOKEN), or the id is misspelt. A local "
+                "folder of that name would also shadow it.")
         step = self._prepare_step()
         path = self._missing_path(match)
         what = f"`{path}`" if path else "the tokenizer file"
@@ -736,6 +747,13 @@ class _Diagnosis:
             "DataLoader workers ran out of shared memory (/dev/shm), common in containers: raise it "
             "(`docker run --shm-size=8g`) or use fewer DataLoader workers (num_workers=0).")
 
+    def _usage(self, match):
+        self.inter["usage_error"] = match.group(0)[:200]
+        return "CONFIG_INVALID", ["USAGE_ERROR"], {}, (
+            "The script refused its command line (" + match.group(0)[:120] + "): an argument it requires is "
+            "missing, unknown or malformed. Run it with --help and pass the arguments it lists; no train.py "
+            "constant fixes it.")
+
     def _worker_exited(self, match):
         return "OOM", ["SHM_EXHAUSTED"], {}, (
             "A DataLoader worker exited without a Python error: in a container this is almost always "
@@ -840,8 +858,26 @@ class _Diagnosis:
                     "TypeError", "AttributeError", "IndexError", "KeyError", "ZeroDivisionError",
                     "ValueError", "AssertionError", "RecursionError", "NotImplementedError")
 
-    def _from_exception(self, after=0):
+    def _failing_exception(self):
+        """The exception that ended the run: the first of the last chain, or, when that is a
+        launcher's report that its child failed, the child's own exception printed before it."""
         raised = logtext.last_exception(self.log)
+        if raised is not None and raised.name in evidence.LAUNCHER_WRAPPERS and raised.start > 0:
+            child = logtext.last_exception(self.log[:raised.start])
+            if child is not None and child.name not in evidence.LAUNCHER_WRAPPERS:
+                self.inter["launcher_error"] = raised.text()[:200]
+                return child
+        return raised
+
+    def _link(self, raised):
+        """The evidence chain link (frames, libraries) of an exception."""
+        link = self.ev.first
+        if link is not None and link.start == raised.start:
+            return link
+        return evidence.link_at(self.log, raised.start)
+
+    def _from_exception(self, after=0):
+        raised = self._failing_exception()
         if raised is None or raised.start < after:
             return None
         self.inter["exception"] = raised.text()[:300]
@@ -862,6 +898,21 @@ class _Diagnosis:
             return "DATA", ["DATASET_UNKNOWN"], {}, (
                 f"{raised.text()}{where}: the dataset path is not one the code knows. Use a dataset name "
                 f"or folder the code lists (its config or README), or register the new one.")
+        link = self._link(raised)
+        if name in ("KeyError", "IndexError") and _through_dataset(link, raised):
+            self.decided_by.append({"line": raised.text()[:200], "why": "raised while a DataLoader fetched a sample"})
+            return "DATA", ["DATASET_ITEM_MISSING"], {}, (
+                f"{raised.text()[:160]}{where}: the dataset could not build a sample (it was raised in a "
+                "`__getitem__` the DataLoader called): its index, annotations or precomputed features do not "
+                "match the files on disk (a dataset not fully prepared or extracted, a custom dataset in another "
+                "format). Check the sample it names against the data, or prepare the data again as the project "
+                "describes.")
+        if _JSON_PARSE.search(raised.message) and "tokeniz" in self.log[max(0, raised.start - 3000):raised.start].lower():
+            self.decided_by.append({"line": raised.text()[:200], "why": "a JSON parse error while a tokenizer loaded"})
+            return "TOKENIZER", ["TOKENIZER_INCOMPATIBLE"], {}, (
+                f"{raised.text()[:120]}: the tokenizer file (tokenizer.json) is not valid JSON: a Git LFS pointer "
+                "or an interrupted download, or a format newer than the installed `tokenizers`. Download the "
+                "tokenizer files again (git lfs pull), or upgrade tokenizers/transformers.")
         if name in self._CODE_ERRORS and not self._code_error_evidence(raised):
             # A TypeError/ValueError/... raised inside an installed library, or pasted without a
             # traceback, is as often a version mismatch or bad data as a bug in the code: a
@@ -887,8 +938,8 @@ class _Diagnosis:
         (NameError, SyntaxError, ...), or one raised in the project's own code, not a library."""
         if raised.name in _ALWAYS_CODE:
             return True
-        link = self.ev.first
-        if link is None or link.start != raised.start or not link.frames:
+        link = self._link(raised)
+        if link is None or not link.frames:
             return False
         lib = link.raised_in
         if lib is not None:
@@ -1058,13 +1109,13 @@ class _Diagnosis:
             "evaluation is unchanged and the model cannot see future tokens; rerun to confirm.")
 
     def _unknown(self):
-        raised = logtext.last_exception(self.log)
+        raised = self._failing_exception()
         line = raised.text() if raised else patterns.last_error_line(self.log)
         if line:
             self.inter["error_line"] = line[:300]
         where = f" at {raised.where()}" if raised and raised.file else ""
-        link = self.ev.first
-        if raised and link is not None and link.start == raised.start and link.raised_in:
+        link = self._link(raised) if raised else None
+        if link is not None and link.raised_in:
             where += f" (inside the installed package `{link.raised_in}`)"
         return "UNKNOWN", ["UNKNOWN"], {}, (
             "No known failure signature: " + (line + where if line else "the log has no error line") + ".")
@@ -1100,6 +1151,25 @@ def _busy_before(log, offset, lines=40):
         if any(regex.search(line) for line in window):
             return what
     return None
+
+
+_JSON_PARSE = re.compile(r"[Ee]xpect(?:ed|ing) value:? (?:at )?line \d+ column \d+")
+
+
+def _through_dataset(link, raised):
+    """True when the exception came out of a dataset's __getitem__ (or the DataLoader's fetch)."""
+    if "in DataLoader worker" in raised.message:
+        return True
+    frames = link.frames if link else []
+    return any(f.function == "__getitem__" or re.search(r"torch[/\\]utils[/\\]data[/\\]", f.file) for f in frames)
+
+
+_HUB_ID_TOKENIZER = re.compile(r"Can't load tokenizer for '([^']+)'")
+
+
+def _is_hub_id(name):
+    """`org/name` or `name` as the Hub spells repos, not a filesystem path."""
+    return bool(re.fullmatch(r"[A-Za-z0-9][\w.-]*(?:/[\w.-]+)?", name)) and not name.startswith(".")
 
 
 def _oom_device(said, context):

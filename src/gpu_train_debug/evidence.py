@@ -141,10 +141,23 @@ def normalise(message):
 
 # -- reading --------------------------------------------------------------------------------
 
+# Exceptions a launcher raises when its child process failed: the child's own error, printed
+# before them, is the cause (accelerate/torchrun/mp.spawn wrap it; the process that failed first).
+LAUNCHER_WRAPPERS = ("CalledProcessError", "ChildFailedError", "ProcessExitedException")
+
+
 def read(text):
     chain = _chain(text)
     start = chain[0].start if chain else len(text)
     return Evidence(chain, _root_cause(text), _first_rank(text), _warnings(text, start))
+
+
+def link_at(text, start):
+    """The chain link of the exception printed at `start` (with its frames), or None."""
+    for link in _chain(text[:text.find("\n", start) + 1 or len(text)]):
+        if link.start == start:
+            return link
+    return None
 
 
 def _chain(text):
@@ -187,22 +200,40 @@ def _root_cause(text):
 _RANK_ERROR = re.compile(r"^[^\S\n]*\[(?:rank|default)(\d+)\]:[^\S\n]*(?:[\w.]+(?:Error|Exception)\b|Traceback)", re.M)
 
 
-def _first_rank(text, limit=400):
-    """The rank whose exception line or traceback came first, in `[rankN]:`-prefixed logs."""
-    pos = text.find("[rank")
+RANK_WINDOW = 64 * 1024
+
+
+def _first_rank(text):
+    """The rank whose exception line or traceback came first, in `[rankN]:`-prefixed logs (looked
+    for in the last 64 KiB, where the failure is: str.find over a whole long log costs ms)."""
+    begin = max(0, len(text) - RANK_WINDOW)
+    pos = text.find("[rank", begin)
     if pos < 0:
-        pos = text.find("[default")
+        pos = text.find("[default", begin)
     if pos < 0:
         return None
     match = _RANK_ERROR.search(text, text.rfind("\n", 0, pos) + 1)
     return int(match.group(1)) if match else None
 
 
-_WARNING = re.compile(r"^[^\n]*(?:\b\w*Warning\b|\bWARN(?:ING)?\b)[^\n]*$", re.M)
+_WARNING = re.compile(r"\b\w*Warning\b|\bWARN(?:ING)?\b")
 WARNING_WINDOW = 32 * 1024
 
 
 def _warnings(text, before):
-    """Warning lines in the 32 KiB before the failure (the ones that can explain it)."""
+    """Warning lines in the 32 KiB before the failure (the ones that can explain it), found with
+    str.find on the words and the regex run only on those lines."""
     begin = max(0, before - WARNING_WINDOW)
-    return [(m.start(), m.group(0).strip()) for m in _WARNING.finditer(text, begin, before)][-20:]
+    starts = set()
+    for word in ("Warning", "WARN"):
+        pos = text.find(word, begin, before)
+        while pos >= 0:
+            starts.add(text.rfind("\n", 0, pos) + 1)
+            pos = text.find(word, pos + len(word), before)
+    found = []
+    for start in sorted(starts):
+        stop = text.find("\n", start, before)
+        line = text[start:before if stop < 0 else stop]
+        if _WARNING.search(line):
+            found.append((start, line.strip()))
+    return found[-20:]

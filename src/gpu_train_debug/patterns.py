@@ -23,8 +23,7 @@ SIGNATURES = [
         r"|HIP_ERROR_OutOfMemory|hipErrorOutOfMemory|Ran out of memory in memory space (?:hbm|vmem)"),
      ('out of memory', 'outofmemoryerror', 'total capacity', 'erroroutofmemory', 'metal::malloc',
       'om detected', 'resource_exhausted', 'alloc_failed', 'cudaerrormemoryallocation', 'failed to allocate cuda',
-      'out_of_device_memory', 'out of device memory', 'error_outofmemory', 'erroroutofmemory',
-      'ran out of memory in memory space')),
+      'out_of_device_memory', 'out of device memory', 'error_outofmemory')),
     ("CAUSAL_LEAK", "LOSS_TOO_GOOD", re.compile(
         r"CAUSALITY VIOLATION|the model sees future tokens"),
      ('causality violation', 'sees future tokens')),
@@ -142,7 +141,7 @@ SIGNATURES = [
         r"|out of shared memory|killed by signal: Bus error|unable to (?:write to|mmap|open shared memory object)[^\n]*</?torch_"
         r"|Error while creating shared memory segment|shm\.h:\d+ NCCL WARN Call to posix_fallocate failed"
         r"|failed to extend /dev/shm/", _I),
-     ('shared memory', 'bus error', '/dev/shm', 'torch_', 'posix_fallocate')),
+     ('shared memory', 'bus error', '/dev/shm', 'unable to write to file', 'unable to mmap', 'posix_fallocate')),
     ("DISK_FULL", "DATA", re.compile(
         r"No space left on device|\[Errno 28\]|Not enough disk space|Disk quota exceeded|\bENOSPC\b"
         # torch.save's zip writer when the disk or the quota fills during a checkpoint.
@@ -188,6 +187,11 @@ SIGNATURES = [
         r"|the prepared split has no documents|Training dataset files not found", _I),
      ('filenotfounderror', 'no such file', 'files found', 'shards found', 'no prepared data',
       'prepared split has no documents', 'files not found')),
+    # argparse refused the command line (`prog: error: the following arguments are required: x`).
+    ("USAGE_ERROR", "CONFIG_INVALID", re.compile(
+        r"^[\w./-]+(?:\.py)?: error: (?:the following arguments are required|unrecognized arguments"
+        r"|argument [-\w/]+: (?:invalid|expected|ignored|not allowed)|one of the arguments)", _M),
+     (': error: ',)),
     ("BATCH_NOT_DIVISIBLE", "CONFIG_INVALID", re.compile(
         r"assert[^\n]*TOTAL_BATCH_SIZE\s*%|TOTAL_BATCH_SIZE[^\n]*(?:not divisible|must be divisible|not a multiple)"),
      ('total_batch_size',)),
