@@ -404,7 +404,7 @@ class _Diagnosis:
         fix, how = self._oom_fix(code, oom)
         if "ALLOC_FAILED" in match.group(0) or "MemoryAllocation" in match.group(0):
             where += " (a cuBLAS/cuDNN workspace could not be allocated: GPU memory was full, often held by another process)"
-        device = _oom_device(match.group(0), context)
+        device = _oom_device(self._line(match), context)
         text = (f"{device} ran out of memory {where}. " + how)
         return "OOM", [code], fix, text
 
@@ -1179,9 +1179,9 @@ def _oom_device(said, context):
         return "The MPS device"
     if "metal" in context.lower() or "kiogpu" in lowered or "metal::" in lowered:
         return "Metal"
-    if "hip" in lowered:
+    if re.search(r"\bhip\b|hiperror|hip_error", lowered):
         return "The ROCm (HIP) GPU"
-    if "xpu" in lowered or "ur_result" in lowered or "out of device memory" in lowered:
+    if re.search(r"\bxpu\b", lowered) or "ur_result" in lowered or "out of device memory" in lowered:
         return "The Intel XPU"
     if "memory space" in lowered or "resource_exhausted" in lowered:
         return "The TPU/XLA device"
