@@ -34,7 +34,8 @@ _STATE_FRAMES = ("setup_optimizer", "init_weights", ".to(device", "to_empty(", "
 
 # Warnings that are themselves the cause: the run goes on (on the CPU, or to a later error) but
 # nothing after them can work. A later exception does not outrank them.
-CAUSE_WARNINGS = ("DRIVER_TOO_OLD",)
+CAUSE_WARNINGS = ("DRIVER_TOO_OLD", "TORCH_ARCH_UNSUPPORTED")
+_GPU_WORDS = re.compile(r"cuda|\bgpu|device|driver|nvidia|\bhip\b|rocm", re.I)
 _RANK_PREFIX = re.compile(r"\[(?:rank|default)(\d+)\]:")
 _ANY_RANK = re.compile(r"\[(?:rank|default)(\d+)\]:|\bRank (\d+)\]")
 # Exceptions that are always the code's own mistake, wherever they are raised.
@@ -160,7 +161,11 @@ class _Diagnosis:
             warned = patterns.on_warning_line(self.log, match)
             # Only a warning matched: an exception raised after it is what ended the run, unless
             # the warning is one that causes the failure (a driver too old for the CUDA runtime).
-            raised = warned and code not in CAUSE_WARNINGS and self._from_exception(after=match.end())
+            raised = warned and self._from_exception(after=match.end())
+            if raised and code in CAUSE_WARNINGS and _GPU_WORDS.search(self.inter.get("exception", "")):
+                raised = None   # the later error is the GPU the warning said was unusable
+            if not raised and self.decided_by and warned:
+                self.decided_by.clear()   # the exception read above did not decide
             if not raised:
                 self._decided(match, "warning that caused the failure" if warned else "signature " + code)
             result = raised or self._from_signature(code, family, match)
@@ -368,6 +373,7 @@ class _Diagnosis:
             "MPS_FLOAT64": self._mps_float64,
             "DATALOADER_WORKER_EXITED": self._worker_exited,
             "USAGE_ERROR": self._usage,
+            "BUILD_FAILED": self._build_failed,
         }[code]
         return handler(match)
 
@@ -746,6 +752,19 @@ class _Diagnosis:
         return "OOM", ["SHM_EXHAUSTED"], {}, (
             "DataLoader workers ran out of shared memory (/dev/shm), common in containers: raise it "
             "(`docker run --shm-size=8g`) or use fewer DataLoader workers (num_workers=0).")
+
+    def _build_failed(self, match):
+        said = match.group(0)
+        self.inter["build_error"] = self._line(match).strip()[:200]
+        if "distribution" in said or "satisfies the requirement" in said:
+            return "MISSING_DEPENDENCY", ["BUILD_FAILED"], {}, (
+                "pip found no build of a package for this Python and platform (" + said[:100] + "): the pinned "
+                "version does not exist for this Python version/OS/CUDA, or the index is wrong. Use a Python "
+                "version the project supports, or the package's own index URL (e.g. PyTorch's --index-url).")
+        return "MISSING_DEPENDENCY", ["BUILD_FAILED"], {}, (
+            "A package with compiled code did not build (" + said[:100] + "). The first compiler error above "
+            "this line is the cause (a compiler, CUDA toolkit or header the build needs). Install a prebuilt "
+            "wheel for this torch/CUDA/Python if the project offers one, or the toolchain the build asks for.")
 
     def _usage(self, match):
         self.inter["usage_error"] = match.group(0)[:200]

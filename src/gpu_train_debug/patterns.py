@@ -20,10 +20,11 @@ SIGNATURES = [
         r"|cudaErrorMemoryAllocation|cudaMalloc failed: out of memory|failed to allocate CUDA\d* buffer"
         # ROCm, Intel XPU (level-zero / SYCL) and TPU (XLA) say the same in their own words.
         r"|XPU out of memory|UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY|Allocation is out of device memory"
-        r"|HIP_ERROR_OutOfMemory|hipErrorOutOfMemory|Ran out of memory in memory space (?:hbm|vmem)"),
+        r"|HIP_ERROR_OutOfMemory|hipErrorOutOfMemory|Ran out of memory in memory space (?:hbm|vmem)"
+        r"|NPU out of memory|Attempting to reserve [\d.]+ ?[KMGT]i?B? at the bottom of memory"),
      ('out of memory', 'outofmemoryerror', 'total capacity', 'erroroutofmemory', 'metal::malloc',
       'om detected', 'resource_exhausted', 'alloc_failed', 'cudaerrormemoryallocation', 'failed to allocate cuda',
-      'out_of_device_memory', 'out of device memory', 'error_outofmemory')),
+      'out_of_device_memory', 'out of device memory', 'error_outofmemory', 'at the bottom of memory')),
     ("CAUSAL_LEAK", "LOSS_TOO_GOOD", re.compile(
         r"CAUSALITY VIOLATION|the model sees future tokens"),
      ('causality violation', 'sees future tokens')),
@@ -46,14 +47,15 @@ SIGNATURES = [
     ("TORCH_ARCH_UNSUPPORTED", "GPU_UNSUPPORTED", re.compile(
         r"with CUDA capabilit(?:y|ies) sm_\d+ is not compatible with the current PyTorch installation"
         r"|no kernel image is available for execution on the device|HIP error: invalid device function"
-        r"|hipErrorInvalidDeviceFunction|HSA_STATUS_ERROR_INVALID_ISA", _I),
+        r"|hipErrorInvalidDeviceFunction|HSA_STATUS_ERROR_INVALID_ISA|hipErrorNoBinaryForGpu"
+        r"|Unable to find code object for all current devices|rocBLAS error: Cannot read [^\n]*TensileLibrary", _I),
      ('is not compatible with the current pytorch', 'no kernel image', 'invalid device function',
-      'invaliddevicefunction', 'invalid_isa')),
+      'invaliddevicefunction', 'invalid_isa', 'nobinaryforgpu', 'unable to find code object', 'tensilelibrary')),
     # The accelerator's backend lacks an operator (MPS's prototype coverage, xformers built without CUDA).
     ("BACKEND_OP_MISSING", "GPU_UNSUPPORTED", re.compile(
         r"is not current(?:ly)? implemented for the (MPS|XPU|HPU|Meta) device|not currently supported on the (MPS) backend"
-        r"|No operator found for `?\w+`?", _I),
-     ('implemented for the', 'not currently supported on the', 'no operator found for')),
+        r"|No operator found for `?\w+`?|\b(MPS) does not support \w+", _I),
+     ('implemented for the', 'not currently supported on the', 'no operator found for', 'mps does not support')),
     # A CPU kernel without a half-precision version: fp16/bf16 weights run on the CPU.
     ("HALF_ON_CPU", "DTYPE_UNSUPPORTED", re.compile(
         r"\"\w+_cpu_?\" not implemented for '(?:Half|BFloat16)'|not implemented for 'Half'"),
@@ -73,23 +75,32 @@ SIGNATURES = [
     ("DRIVER_TOO_OLD", "NO_ACCELERATOR", re.compile(
         r"NVIDIA driver on your system is too old|CUDA driver version is insufficient"
         r"|forward compatibility was attempted on non supported HW|cudaErrorCompatNotSupportedOnDevice"
-        r"|This container was built for NVIDIA Driver Release", _I),
+        r"|This container was built for NVIDIA Driver Release|unsupported display driver / cuda driver combination", _I),
      ('driver on your system is too old', 'driver version is insufficient', 'forward compatibility was attempted',
-      'compatnotsupported', 'built for nvidia driver release')),
+      'compatnotsupported', 'built for nvidia driver release', 'unsupported display driver')),
     ("NO_CUDA_DEVICE", "NO_ACCELERATOR", re.compile(
         r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available"
-        r"|no CUDA-capable device is detected|invalid device ordinal|CUDA unavailable, invalid device"),
+        r"|no CUDA-capable device is detected|invalid device ordinal|CUDA unavailable, invalid device"
+        r"|The NVIDIA Driver was not detected|CUDA unknown error - this may be due to an incorrectly set up environment"),
      ('not compiled with cuda', 'no nvidia driver', 'no cuda gpus', 'no cuda-capable', 'invalid device ordinal',
-      'cuda unavailable')),
+      'cuda unavailable', 'driver was not detected', 'cuda unknown error')),
     # The build of a CUDA extension stopped on the toolchain: the host compiler is newer than nvcc
     # accepts, nvcc is older than the GPU, or the local toolkit is not the CUDA torch was built with.
     # A build failure comes before the missing module or undefined symbol it leaves behind.
     ("BUILD_TOOLCHAIN", "MISSING_DEPENDENCY", re.compile(
         r"unsupported GNU version! gcc versions later than [\d.]+ are not supported"
         r"|unsupported Microsoft Visual Studio version|Unsupported gpu architecture '(?:compute|sm)_\w+'"
-        r"|The detected CUDA version \([\d.]+\) mismatches the version that was used to compile", _I),
+        r"|The detected CUDA version \([\d.]+\) mismatches the version that was used to compile"
+        r"|fatal error: (?:cuda\w*|cublas\w*|cusparse\w*|cudnn\w*|curand\w*|nccl)\.h: No such file or directory", _I),
      ('unsupported gnu version', 'unsupported microsoft visual studio', 'unsupported gpu architecture',
-      'the detected cuda version')),
+      'the detected cuda version', '.h: no such file')),
+    # An extension or wheel that did not build, or pip that found no build for this Python/platform.
+    ("BUILD_FAILED", "MISSING_DEPENDENCY", re.compile(
+        r"Error (?:building|compiling objects for) extension '?[\w.-]+|Failed building wheel for [\w.-]+"
+        r"|Could not build wheels for [\w.-]+|^(?:ERROR: )?Failed to build (?:installable wheels|[\w.-]+[^\S\n]*$)"
+        r"|No matching distribution found for \S+|Could not find a version that satisfies the requirement \S+", _I | _M),
+     ('error building extension', 'error compiling objects for extension', 'failed building wheel',
+      'could not build wheels', 'failed to build', 'no matching distribution', 'could not find a version')),
     ("MISSING_PACKAGE", "MISSING_DEPENDENCY", re.compile(
         r"ModuleNotFoundError: No module named '([\w.]+)'|ImportError: No module named ([\w.]+)"
         r"|\bpython[\d.]*: No module named ([\w.]+)"),
@@ -107,9 +118,11 @@ SIGNATURES = [
     # A compiled extension does not match what is installed: a CUDA library, a torch ABI.
     ("BINARY_MISMATCH", "MISSING_DEPENDENCY", re.compile(
         r"undefined symbol: \S+|cannot open shared object file|DLL load failed|CUDA_HOME environment variable is not set"
-        r"|No CUDA runtime is found|Microsoft Visual C\+\+ [\d.]+ or greater is required|nvcc: not found|nvcc fatal", _I),
+        r"|No CUDA runtime is found|Microsoft Visual C\+\+ [\d.]+ or greater is required|nvcc: not found|nvcc fatal"
+        r"|version `(?:GLIBCXX|GLIBC|CXXABI)_[\d.]+' not found|PyTorch and torchvision were compiled with different CUDA"
+        r"|operator torchvision::\w+ does not exist", _I),
      ('undefined symbol', 'cannot open shared object', 'dll load failed', 'cuda_home', 'no cuda runtime',
-      'visual c++', 'nvcc')),
+      'visual c++', 'nvcc', 'version `', 'compiled with different cuda', 'torchvision::')),
     # The shell could not start a command (exit 127): bash's `foo: command not found`, dash's
     # `sh: 1: foo: not found`, `bash: ./run.sh: No such file or directory`, a Chinese locale's
     # `foo：未找到命令`, or a launcher reporting status 127. Tied to the shell's wording so that
@@ -209,9 +222,9 @@ SIGNATURES = [
     ("DEVICE_MISMATCH", "CONFIG_INVALID", re.compile(
         r"Expected all tensors to be on the same device|Input type \([^)]*\) and weight type \([^)]*\) should be the same"
         r"|expected (?:scalar type|mat1 and mat2 to have the same dtype)|found dtype \w+ but expected \w+"
-        r"|Input, output and indices must be on the current device", _I),
+        r"|Input, output and indices must be on the current device|Placeholder storage has not been allocated on MPS device", _I),
      ('expected all tensors', 'should be the same', 'expected scalar type', 'same dtype', 'but expected',
-      'must be on the current device')),
+      'must be on the current device', 'placeholder storage')),
     ("AUTOGRAD_ERROR", "CONFIG_INVALID", re.compile(
         r"modified by an inplace operation|Trying to backward through the graph a second time"
         r"|element 0 of tensors does not require grad and does not have a grad_fn"
@@ -241,9 +254,11 @@ SIGNATURES = [
         r"MPI support is disabled|Default process group has not been initialized|DistNetworkError"
         r"|(?:errno: 98 - |os error 98|EADDRINUSE|\[Errno 98\] )Address already in use|Address already in use \(os error 98\)"
         r"|server socket has failed to (?:bind|listen)|RendezvousTimeoutError|RendezvousClosedError"
-        r"|The client socket has timed out after|Connection reset by peer[^\n]*(?:TCPStore|c10d)|\bc10d\b[^\n]*(?:failed|timed out)"),
+        r"|The client socket has timed out after|Connection reset by peer[^\n]*(?:TCPStore|c10d)|\bc10d\b[^\n]*(?:failed|timed out)"
+        r"|store->get\('\w+'\) got error: Socket Timeout|Timed out initializing process group in store based barrier"),
      ('mpi support is disabled', 'process group has not been initialized', 'distnetworkerror',
-      'client socket has timed out', 'c10d', 'address already in use', 'server socket has failed', 'rendezvous')),
+      'client socket has timed out', 'c10d', 'address already in use', 'server socket has failed', 'rendezvous',
+      'store based barrier')),
     # DDP found parameters that got no gradient (a layer unused in forward, or a branch skipped).
     ("DDP_UNUSED_PARAMETERS", "DISTRIBUTED", re.compile(
         r"Expected to have finished reduction in the prior iteration|parameters that were not used in producing loss"

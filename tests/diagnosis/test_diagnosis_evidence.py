@@ -81,6 +81,11 @@ def test_a_driver_warning_decides_when_the_run_went_on_without_the_gpu():
     # ... and it explains a later "no GPU" failure.
     later = log("yuan2-65-driver-too-old-container") + "RuntimeError: No CUDA GPUs are available\n"
     assert run(later)["codes"] == ["DRIVER_TOO_OLD"]
+    # A later bug of the code's own that has nothing to do with the GPU is what ended that run.
+    unrelated = log("yuan2-65-driver-too-old-container") + (
+        'Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n    x = cfg["lr"]\n'
+        "KeyError: 'lr'\n")
+    assert run(unrelated, {})["codes"] == ["CODE_ERROR"]
 
 
 def test_code_errors_only_when_raised_in_the_projects_own_code():
@@ -134,6 +139,19 @@ def test_accelerators_other_than_cuda():
     for name, (family, word) in cases.items():
         result = run(log(name))
         assert result["family"] == family and word in result["explanation"], name
+
+
+def test_build_and_import_failures_in_their_usual_words():
+    cases = {"ERROR: Failed building wheel for flash-attn\n": "BUILD_FAILED",
+             "ERROR: No matching distribution found for torch==2.0.1+cu118\n": "BUILD_FAILED",
+             "ImportError: /usr/lib/x86_64-linux-gnu/libstdc++.so.6: version `GLIBCXX_3.4.30' not found\n": "BINARY_MISMATCH",
+             "RuntimeError: operator torchvision::nms does not exist\n": "BINARY_MISMATCH",
+             "csrc/ops.cu:2:10: fatal error: cuda_runtime.h: No such file or directory\n": "BUILD_TOOLCHAIN"}
+    for text, code in cases.items():
+        result = run(text, {})
+        assert (result["family"], result["codes"]) == ("MISSING_DEPENDENCY", [code]), text
+    # "Failed to build" in a sentence is not pip's verdict on a wheel.
+    assert run("Failed to build the vocabulary from the corpus: it is empty\n", {})["family"] == "UNKNOWN"
 
 
 def test_build_toolchain_failures_name_the_tool_that_is_too_old_or_too_new():
