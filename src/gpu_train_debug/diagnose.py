@@ -756,6 +756,10 @@ class _Diagnosis:
     def _build_failed(self, match):
         said = match.group(0)
         self.inter["build_error"] = self._line(match).strip()[:200]
+        if "Ninja is required" in said:
+            return "MISSING_DEPENDENCY", ["BUILD_FAILED"], {}, (
+                "torch builds this C++/CUDA extension with ninja, which is not installed: `pip install ninja` "
+                "(in the same environment), then rerun.")
         if "distribution" in said or "satisfies the requirement" in said:
             return "MISSING_DEPENDENCY", ["BUILD_FAILED"], {}, (
                 "pip found no build of a package for this Python and platform (" + said[:100] + "): the pinned "
@@ -881,9 +885,9 @@ class _Diagnosis:
         """The exception that ended the run: the first of the last chain, or, when that is a
         launcher's report that its child failed, the child's own exception printed before it."""
         raised = logtext.last_exception(self.log)
-        if raised is not None and raised.name in evidence.LAUNCHER_WRAPPERS and raised.start > 0:
+        if raised is not None and evidence.is_launcher_report(raised) and raised.start > 0:
             child = logtext.last_exception(self.log[:raised.start])
-            if child is not None and child.name not in evidence.LAUNCHER_WRAPPERS:
+            if child is not None and not evidence.is_launcher_report(child):
                 self.inter["launcher_error"] = raised.text()[:200]
                 return child
         return raised
@@ -918,6 +922,15 @@ class _Diagnosis:
                 f"{raised.text()}{where}: the dataset path is not one the code knows. Use a dataset name "
                 f"or folder the code lists (its config or README), or register the new one.")
         link = self._link(raised)
+        if _building_extension(link, raised):
+            self.decided_by.append({"line": raised.text()[:200], "why": "raised while torch built a C++/CUDA extension"})
+            self.inter["build_error"] = raised.text()[:200]
+            return "MISSING_DEPENDENCY", ["BUILD_FAILED"], {}, (
+                f"A C++/CUDA extension did not build ({raised.text()[:100]}, in torch's extension builder): the "
+                "first compiler error above ninja's `build stopped` line is the cause, most often a CUDA toolkit "
+                "(nvcc) that does not match torch's CUDA or the GPU, or a host compiler nvcc does not accept. "
+                "Install a prebuilt wheel for this torch/CUDA/Python if one exists, or the matching toolkit "
+                "(CUDA_HOME), then rebuild.")
         if name in ("KeyError", "IndexError") and _through_dataset(link, raised):
             self.decided_by.append({"line": raised.text()[:200], "why": "raised while a DataLoader fetched a sample"})
             return "DATA", ["DATASET_ITEM_MISSING"], {}, (
@@ -1173,6 +1186,16 @@ def _busy_before(log, offset, lines=40):
 
 
 _JSON_PARSE = re.compile(r"[Ee]xpect(?:ed|ing) value:? (?:at )?line \d+ column \d+")
+
+
+def _building_extension(link, raised):
+    """True when the exception came out of torch's C++/CUDA extension builder (ninja failed)."""
+    if "Error building extension" in raised.message or "'ninja', '-v'" in raised.message:
+        return True
+    frames = link.frames if link else []
+    return any("cpp_extension" in f.file and f.function in ("_run_ninja_build", "_write_ninja_file_and_compile_objects",
+                                                           "_jit_compile", "_write_ninja_file_and_build_library")
+               for f in frames)
 
 
 def _through_dataset(link, raised):

@@ -143,7 +143,16 @@ def normalise(message):
 
 # Exceptions a launcher raises when its child process failed: the child's own error, printed
 # before them, is the cause (accelerate/torchrun/mp.spawn wrap it; the process that failed first).
-LAUNCHER_WRAPPERS = ("CalledProcessError", "ChildFailedError", "ProcessExitedException")
+LAUNCHER_WRAPPERS = ("ChildFailedError", "ProcessExitedException")
+_LAUNCHED = re.compile(r"python|accelerate|torchrun|deepspeed|launch", re.I)
+
+
+def is_launcher_report(raised):
+    """A launcher's exception that only says its child failed: torchrun's ChildFailedError, or a
+    CalledProcessError of a Python/accelerate/torchrun/deepspeed command (not of a build tool)."""
+    if raised.name in LAUNCHER_WRAPPERS:
+        return True
+    return raised.name == "CalledProcessError" and bool(_LAUNCHED.search(raised.message))
 
 
 def read(text):

@@ -98,9 +98,11 @@ SIGNATURES = [
     ("BUILD_FAILED", "MISSING_DEPENDENCY", re.compile(
         r"Error (?:building|compiling objects for) extension '?[\w.-]+|Failed building wheel for [\w.-]+"
         r"|Could not build wheels for [\w.-]+|^(?:ERROR: )?Failed to build (?:installable wheels|[\w.-]+[^\S\n]*$)"
-        r"|No matching distribution found for \S+|Could not find a version that satisfies the requirement \S+", _I | _M),
+        r"|No matching distribution found for \S+|Could not find a version that satisfies the requirement \S+"
+        r"|\d+ errors? detected in the compilation of|Ninja is required to load C\+\+ extensions", _I | _M),
      ('error building extension', 'error compiling objects for extension', 'failed building wheel',
-      'could not build wheels', 'failed to build', 'no matching distribution', 'could not find a version')),
+      'could not build wheels', 'failed to build', 'no matching distribution', 'could not find a version',
+      'detected in the compilation of', 'ninja is required')),
     ("MISSING_PACKAGE", "MISSING_DEPENDENCY", re.compile(
         r"ModuleNotFoundError: No module named '([\w.]+)'|ImportError: No module named ([\w.]+)"
         r"|\bpython[\d.]*: No module named ([\w.]+)"),

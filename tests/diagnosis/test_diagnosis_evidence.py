@@ -154,6 +154,15 @@ def test_build_and_import_failures_in_their_usual_words():
     assert run("Failed to build the vocabulary from the corpus: it is empty\n", {})["family"] == "UNKNOWN"
 
 
+def test_an_extension_build_that_stopped_in_ninja_is_a_failed_build_not_a_launcher():
+    # CalledProcessError of `ninja -v` raised in torch's extension builder: the build failed.
+    for name in ("denoising-diffusion-gan-25-ninja-direct-cause", "chamferdistance-31-ninja-setup-install"):
+        result = run(log(name))
+        assert (result["family"], result["codes"]) == ("MISSING_DEPENDENCY", ["BUILD_FAILED"]), name
+        assert "launcher_error" not in result["intermediates"]
+    assert "pip install ninja" in run(log("knn-cuda-14-ninja-required"))["explanation"]
+
+
 def test_build_toolchain_failures_name_the_tool_that_is_too_old_or_too_new():
     gcc = run(log("instant-ngp-1562-gcc-later-than-12"))
     nvcc = run(log("3detr-59-nvcc-compute-89"))
