@@ -161,11 +161,12 @@ class _Diagnosis:
             warned = patterns.on_warning_line(self.log, match)
             # Only a warning matched: an exception raised after it is what ended the run, unless
             # the warning is one that causes the failure (a driver too old for the CUDA runtime).
+            before = len(self.decided_by)
             raised = warned and self._from_exception(after=match.end())
             if raised and code in CAUSE_WARNINGS and _GPU_WORDS.search(self.inter.get("exception", "")):
                 raised = None   # the later error is the GPU the warning said was unusable
-            if not raised and self.decided_by and warned:
-                self.decided_by.clear()   # the exception read above did not decide
+            if not raised:
+                del self.decided_by[before:]   # the exception read above did not decide
             if not raised:
                 self._decided(match, "warning that caused the failure" if warned else "signature " + code)
             result = raised or self._from_signature(code, family, match)

@@ -80,7 +80,10 @@ def test_a_driver_warning_decides_when_the_run_went_on_without_the_gpu():
     assert "warning" in result["explanation"] and "driver" in result["explanation"]
     # ... and it explains a later "no GPU" failure.
     later = log("yuan2-65-driver-too-old-container") + "RuntimeError: No CUDA GPUs are available\n"
-    assert run(later)["codes"] == ["DRIVER_TOO_OLD"]
+    result = run(later)
+    assert result["codes"] == ["DRIVER_TOO_OLD"]
+    decided = [d["line"] for d in result["intermediates"]["evidence"]["decided_by"]]
+    assert decided[0] == "RuntimeError: No CUDA GPUs are available" and "too old" in decided[1]
     # A later bug of the code's own that has nothing to do with the GPU is what ended that run.
     unrelated = log("yuan2-65-driver-too-old-container") + (
         'Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n    x = cfg["lr"]\n'
