@@ -375,6 +375,7 @@ class _Diagnosis:
             "DATALOADER_WORKER_EXITED": self._worker_exited,
             "USAGE_ERROR": self._usage,
             "BUILD_FAILED": self._build_failed,
+            "TRITON_SHARED_MEMORY": self._triton_shared_memory,
         }[code]
         return handler(match)
 
@@ -511,6 +512,12 @@ class _Diagnosis:
 
     def _fa_unsupported(self, match):
         fix = self._set("ATTENTION_BACKEND", "sdpa")
+        if "backward for head dim" in match.group(0) or "is_sm8" in match.group(0):
+            return "GPU_UNSUPPORTED", ["FA_UNSUPPORTED_ARCH"], fix, (
+                "This FlashAttention build's backward pass for this head dimension needs an A100/H100 (more shared "
+                "memory than this GPU has): " + match.group(0)[:90] + ". Use a smaller head dimension, a newer "
+                "FlashAttention (v2 runs head dim <= 192 backward on other Ampere GPUs), or PyTorch SDPA"
+                + (' (ATTENTION_BACKEND="sdpa").' if fix else "."))
         return "GPU_UNSUPPORTED", ["FA_UNSUPPORTED_ARCH"], fix, (
             "The Flash Attention kernel does not support this GPU architecture (FA3 needs Hopper, "
             "sm_90). PyTorch's scaled_dot_product_attention runs everywhere: ATTENTION_BACKEND=\"sdpa\".")
@@ -753,6 +760,18 @@ class _Diagnosis:
         return "OOM", ["SHM_EXHAUSTED"], {}, (
             "DataLoader workers ran out of shared memory (/dev/shm), common in containers: raise it "
             "(`docker run --shm-size=8g`) or use fewer DataLoader workers (num_workers=0).")
+
+    def _triton_shared_memory(self, match):
+        numbers = re.findall(r"\d+", match.group(0))
+        if len(numbers) >= 2:
+            self.inter["shared_memory_required"], self.inter["shared_memory_limit"] = int(numbers[0]), int(numbers[1])
+        frames = self.log[max(0, match.start() - 6000):match.start()]
+        fix = self._set("COMPILE", False) if _COMPILER_FRAME.search(frames) and "_inductor" in frames else {}
+        return "GPU_UNSUPPORTED", ["TRITON_SHARED_MEMORY"], fix, (
+            "A Triton kernel needs more shared memory per block than this GPU has (" + match.group(0)[:90] + "): "
+            "older GPUs (Pascal, Turing) have 48-64 KiB. It is not GPU memory (VRAM) running out. Use a kernel "
+            "configuration with smaller blocks or fewer stages (the library's option for older GPUs), or a GPU "
+            "with more shared memory" + (", or run eager with COMPILE=False." if fix else "."))
 
     def _build_failed(self, match):
         said = match.group(0)

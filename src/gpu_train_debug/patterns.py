@@ -31,11 +31,18 @@ SIGNATURES = [
     ("FA_UNSUPPORTED_ARCH", "GPU_UNSUPPORTED", re.compile(
         r"FlashAttention only supports|FlashAttention-?3 (?:is )?(?:only|not) supported"
         r"|flash[_-]?attn\w* .*not supported on|Flash Attention 3 is unavailable"
-        r"|ATTENTION_BACKEND='fa3' needs a Hopper", _I),
-     ('flashattention', 'flash_attn', 'flash-attn', 'flashattn', 'flash attention 3', 'needs a hopper')),
+        r"|ATTENTION_BACKEND='fa3' needs a Hopper|FlashAttention backward for head dim > \d+ requires"
+        r"|Expected is_sm8[0x] (?:\|\| is_sm90 )?to be true, but got false", _I),
+     ('flashattention', 'flash_attn', 'flash-attn', 'flashattn', 'flash attention 3', 'needs a hopper',
+      'expected is_sm8')),
     ("BACKEND_NEEDS_CUDA_COMPILE", "CONFIG_INVALID", re.compile(
         r"ATTENTION_BACKEND='flex' needs CUDA and torch\.compile"),
      ("attention_backend='flex' needs",)),
+    # A Triton kernel's block configuration needs more shared memory per block than this GPU has
+    # (Pascal/Turing have 48-64 KiB): the GPU is too small for that kernel, not out of VRAM.
+    ("TRITON_SHARED_MEMORY", "GPU_UNSUPPORTED", re.compile(
+        r"out of resource: shared memory,? ?Required: ?\d+,? ?,? ?Hardware limit: ?\d+"),
+     ('out of resource: shared memory',)),
     ("TRITON_GPU_TOO_OLD", "GPU_UNSUPPORTED", re.compile(
         r"too old to be supported by the triton GPU compiler"),
      ('too old to be supported',)),
@@ -122,9 +129,10 @@ SIGNATURES = [
         r"undefined symbol: \S+|cannot open shared object file|DLL load failed|CUDA_HOME environment variable is not set"
         r"|No CUDA runtime is found|Microsoft Visual C\+\+ [\d.]+ or greater is required|nvcc: not found|nvcc fatal"
         r"|version `(?:GLIBCXX|GLIBC|CXXABI)_[\d.]+' not found|PyTorch and torchvision were compiled with different CUDA"
-        r"|operator torchvision::\w+ does not exist", _I),
+        r"|operator torchvision::\w+ does not exist|CUDA Setup failed despite (?:GPU|CUDA) being available"
+        r"|CUDA SETUP: CUDA detection failed|CUDA SETUP: Required library version not found", _I),
      ('undefined symbol', 'cannot open shared object', 'dll load failed', 'cuda_home', 'no cuda runtime',
-      'visual c++', 'nvcc', 'version `', 'compiled with different cuda', 'torchvision::')),
+      'visual c++', 'nvcc', 'version `', 'compiled with different cuda', 'torchvision::', 'cuda setup')),
     # The shell could not start a command (exit 127): bash's `foo: command not found`, dash's
     # `sh: 1: foo: not found`, `bash: ./run.sh: No such file or directory`, a Chinese locale's
     # `foo：未找到命令`, or a launcher reporting status 127. Tied to the shell's wording so that

@@ -172,3 +172,14 @@ def test_build_toolchain_failures_name_the_tool_that_is_too_old_or_too_new():
     mismatch = run(log("openpcdet-1275-cuda-version-mismatch"))
     assert {r["codes"][0] for r in (gcc, nvcc, mismatch)} == {"BUILD_TOOLCHAIN"}
     assert "gcc" in gcc["explanation"] and "toolkit" in nvcc["explanation"] and "CUDA_HOME" in mismatch["explanation"]
+
+
+def test_gpu_limits_that_are_not_vram():
+    triton = run(log("pascal-pkgs-ci-50-triton-shared-memory-p40"))
+    assert (triton["family"], triton["codes"]) == ("GPU_UNSUPPORTED", ["TRITON_SHARED_MEMORY"])
+    assert triton["intermediates"]["shared_memory_limit"] == 49152 and "not GPU memory" in triton["explanation"]
+    fa = run(log("llaga-16-fa-backward-head-dim-a40"))
+    assert fa["codes"] == ["FA_UNSUPPORTED_ARCH"] and fa["fix"] == {"ATTENTION_BACKEND": "sdpa"}
+    assert run(log("bitsandbytes-492-cuda-setup-failed-rich"))["codes"] == ["BINARY_MISMATCH"]
+    # cuDNN that does not initialise is full GPU memory as often as a broken install: no guess.
+    assert run(log("comfyui-11723-cudnn-not-initialized-conv3d"))["family"] == "UNKNOWN"
