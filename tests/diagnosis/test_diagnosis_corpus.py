@@ -44,10 +44,10 @@ def test_heldout_split_is_the_frozen_seeded_sample():
     held = set(random.Random("i13-heldout-2026-12-01").sample(ids, 41))
     assert {r["id"] for r in first if r["split"] == "heldout"} == held
     assert Counter(r["split"] for r in ROWS) == {"train": 95, "heldout": 41, "blind2": 22, "blind3": 21, "blind4": 14,
-                                                 "blind5": 12, "blind6": 3, "dev7": 48, "dev8": 22, "dev9": 20, "dev10": 13}
+                                                 "blind5": 12, "blind6": 3, "dev7": 48, "dev8": 22, "dev9": 20, "dev10": 13, "dev11": 11}
 
 
-SPLITS = ["train", "heldout", "blind2", "blind3", "blind4", "blind5", "blind6", "dev7", "dev8", "dev9", "dev10"]
+SPLITS = ["train", "heldout", "blind2", "blind3", "blind4", "blind5", "blind6", "dev7", "dev8", "dev9", "dev10", "dev11"]
 
 
 @pytest.mark.parametrize("split", SPLITS)
