@@ -376,6 +376,7 @@ class _Diagnosis:
             "USAGE_ERROR": self._usage,
             "BUILD_FAILED": self._build_failed,
             "TRITON_SHARED_MEMORY": self._triton_shared_memory,
+            "FP16_WEIGHTS_SCALED": self._fp16_weights_scaled,
         }[code]
         return handler(match)
 
@@ -677,6 +678,8 @@ class _Diagnosis:
             return self._host_oom(None)
         if self.exit in ("SIGSEGV", "exit 139"):
             return self._segfault(None)
+        if self.exit in ("SIGBUS", "exit 135"):
+            return self._shm(None)
         return None
 
     def _segfault(self, match):
@@ -757,9 +760,23 @@ class _Diagnosis:
             "differ from the ones it was saved with. Use the same config, or start without the checkpoint.")
 
     def _shm(self, match):
+        said = match.group(0) if match else ""
+        if not match or re.search(r"-7\b|signal 7|sigbus|core dumped", said, re.I):
+            return "OOM", ["SHM_EXHAUSTED"], {}, (
+                "The process died on SIGBUS (signal 7): it touched shared memory that could not be backed, almost "
+                "always /dev/shm running out (Docker gives a container 64 MB; NCCL and DataLoader workers use it), "
+                "sometimes host memory itself. Raise the shared memory (`docker run --shm-size=16g` or `--ipc=host`, "
+                "a memory-backed /dev/shm volume on Kubernetes), use fewer DataLoader workers, or NCCL_SHM_DISABLE=1.")
         return "OOM", ["SHM_EXHAUSTED"], {}, (
             "DataLoader workers ran out of shared memory (/dev/shm), common in containers: raise it "
             "(`docker run --shm-size=8g`) or use fewer DataLoader workers (num_workers=0).")
+
+    def _fp16_weights_scaled(self, match):
+        return "CONFIG_INVALID", ["FP16_WEIGHTS_SCALED"], {}, (
+            "AMP's gradient scaler was given parameters stored in float16 (Attempting to unscale FP16 gradients): "
+            "mixed precision keeps the trainable weights in float32 and only computes in float16. Load or cast the "
+            "trainable parameters (the LoRA adapters, the fine-tuned module) to float32, or train in bfloat16 "
+            "without the scaler where the GPU supports it.")
 
     def _triton_shared_memory(self, match):
         numbers = re.findall(r"\d+", match.group(0))

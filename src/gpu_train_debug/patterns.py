@@ -64,6 +64,9 @@ SIGNATURES = [
         r"|No operator found for `?\w+`?|\b(MPS) does not support \w+", _I),
      ('implemented for the', 'not currently supported on the', 'no operator found for', 'mps does not support')),
     # A CPU kernel without a half-precision version: fp16/bf16 weights run on the CPU.
+    # AMP's GradScaler was given fp16 parameters: it keeps fp32 master weights and refuses them.
+    ("FP16_WEIGHTS_SCALED", "CONFIG_INVALID", re.compile(r"Attempting to unscale FP16 gradients"),
+     ('attempting to unscale fp16',)),
     ("HALF_ON_CPU", "DTYPE_UNSUPPORTED", re.compile(
         r"\"\w+_cpu_?\" not implemented for '(?:Half|BFloat16)'|not implemented for 'Half'"),
      ("not implemented for 'half'", "not implemented for 'bfloat16'")),
@@ -163,8 +166,11 @@ SIGNATURES = [
         r"insufficient shared memory \(shm\)|Unexpected bus error encountered in worker|No space left on device[^\n]*/dev/shm"
         r"|out of shared memory|killed by signal: Bus error|unable to (?:write to|mmap|open shared memory object)[^\n]*</?torch_"
         r"|Error while creating shared memory segment|shm\.h:\d+ NCCL WARN Call to posix_fallocate failed"
-        r"|failed to extend /dev/shm/", _I),
-     ('shared memory', 'bus error', '/dev/shm', 'unable to write to file', 'unable to mmap', 'posix_fallocate')),
+        r"|failed to extend /dev/shm/"
+        # SIGBUS (signal 7): a process touched shared memory that /dev/shm could not back.
+        r"|exitcode\s*:\s*-7\b|Signal 7 \(SIGBUS\)|Caught signal 7 \(Bus error|Bus error \(core dumped\)", _I),
+     ('shared memory', 'bus error', '/dev/shm', 'unable to write to file', 'unable to mmap', 'posix_fallocate',
+      'sigbus', 'exitcode')),
     ("DISK_FULL", "DATA", re.compile(
         r"No space left on device|\[Errno 28\]|Not enough disk space|Disk quota exceeded|\bENOSPC\b"
         # torch.save's zip writer when the disk or the quota fills during a checkpoint.

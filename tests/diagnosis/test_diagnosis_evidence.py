@@ -183,3 +183,15 @@ def test_gpu_limits_that_are_not_vram():
     assert run(log("bitsandbytes-492-cuda-setup-failed-rich"))["codes"] == ["BINARY_MISMATCH"]
     # cuDNN that does not initialise is full GPU memory as often as a broken install: no guess.
     assert run(log("comfyui-11723-cudnn-not-initialized-conv3d"))["family"] == "UNKNOWN"
+
+
+def test_sigbus_is_shared_memory_and_fp16_weights_under_the_scaler_are_a_config_error():
+    bus = run(log("llama-cookbook-223-sigbus-8-gpus-container"))
+    assert (bus["family"], bus["codes"]) == ("OOM", ["SHM_EXHAUSTED"]) and "SIGBUS" in bus["explanation"]
+    assert bus["intermediates"]["evidence"]["root_cause_exitcode"] == -7
+    # The engine saw the signal and the log said nothing.
+    silent = diagnose("step 10 | loss 3.1\n", dict(TEMPLATE), {"status": "crash", "reason": "killed by SIGBUS"})
+    assert silent["codes"] == ["SHM_EXHAUSTED"]
+    scaled = run(log("cogvideo-775-unscale-fp16-after-training"))
+    assert (scaled["family"], scaled["codes"]) == ("CONFIG_INVALID", ["FP16_WEIGHTS_SCALED"])
+    assert "float32" in scaled["explanation"]
