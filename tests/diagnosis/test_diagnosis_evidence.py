@@ -195,3 +195,13 @@ def test_sigbus_is_shared_memory_and_fp16_weights_under_the_scaler_are_a_config_
     scaled = run(log("cogvideo-775-unscale-fp16-after-training"))
     assert (scaled["family"], scaled["codes"]) == ("CONFIG_INVALID", ["FP16_WEIGHTS_SCALED"])
     assert "float32" in scaled["explanation"]
+
+
+def test_words_with_digits_are_found_among_thousands_of_progress_lines():
+    # The presence test zeroes digits in the log and in the words alike: "[Errno 28]" and
+    # "exit code 137" stay findable however many numbered progress lines surround them.
+    progress = "".join(f"step {i:05d} | loss: {9 - i / 1000:.4f} | dt: {300 + i % 7}ms\n" for i in range(5000))
+    disk = progress + "OSError: [Errno 28] No space left on device: '/ckpt/step_5000.pt'\n" + progress[:2000]
+    assert run(disk, {})["codes"] == ["DISK_FULL"]
+    killed = progress + "Process exited with exit code 137\n"
+    assert run(killed, {})["codes"] == ["HOST_OOM_KILLED"]
