@@ -26,6 +26,8 @@ DEFAULT_LRS = {"EMBEDDING_LR": 0.6, "UNEMBEDDING_LR": 0.004, "MATRIX_LR": 0.04, 
 # Loss (nats/token) or val_bpb this low in a 5-minute run means the model sees its targets.
 LEAK_LOSS = 0.3
 LEAK_BPB = 0.3
+# The most shared memory a block may use on any GPU so far (Hopper and Blackwell: 227 KiB).
+MAX_SHARED_MEMORY_PER_BLOCK = 232448
 _COMPILER_FRAME = re.compile(r"torch[/\\]_(?:dynamo|inductor)[/\\]|[/\\]triton[/\\]")
 _EVAL_FRAMES = ("evaluate_bpb", "def evaluate", "eval_loss", "in evaluate", "model.eval()")
 _STATE_FRAMES = ("setup_optimizer", "init_weights", ".to(device", "to_empty(", "_init_group",
@@ -172,7 +174,7 @@ class _Diagnosis:
             result = raised or self._from_signature(code, family, match)
         elif self.status == "timeout" or "timed out" in self.reason:
             result = self._timeout()
-        elif self.template and self._leaky():
+        elif self.template and self._leaky() and not self._failing_exception():
             result = self._too_good()
         elif any(not math.isfinite(x) for x in self.losses):
             result = self._nan("LOSS_DIVERGED")
@@ -377,6 +379,7 @@ class _Diagnosis:
             "BUILD_FAILED": self._build_failed,
             "TRITON_SHARED_MEMORY": self._triton_shared_memory,
             "FP16_WEIGHTS_SCALED": self._fp16_weights_scaled,
+            "GPU_WATCHDOG_TIMEOUT": self._gpu_watchdog,
         }[code]
         return handler(match)
 
@@ -600,9 +603,16 @@ class _Diagnosis:
     def _tokenizer(self, match):
         hub_id = _HUB_ID_TOKENIZER.search(self._line(match))
         if hub_id and _is_hub_id(hub_id.group(1)):
-            # transformers could not load a tokenizer named by its Hub id: nothing local was meant,
-            # so the download failed (no network, a blocked or gated Hub, a misspelt id).
+            # transformers could not load a tokenizer named by its Hub id. The same message follows an
+            # unreachable Hub, a local folder of that name that shadows it, and a transformers too
+            # old for the tokenizer's files: only a network error in the log says which.
             self.inter["hub_id"] = hub_id.group(1)
+            if not _NETWORK_FAILED.search(self.log):
+                return "UNKNOWN", ["UNKNOWN"], {}, (
+                    f"transformers could not load the tokenizer of `{hub_id.group(1)}` and the log does not say why. "
+                    "Most often the Hugging Face Hub was unreachable (no network, a firewall: download the files on a "
+                    "machine with network, or set HF_ENDPOINT to a reachable mirror); else a local folder of that name "
+                    "shadows the Hub id, or the installed transformers/tokenizers are too old for its files.")
             return "DATA", ["HUB_UNREACHABLE"], {}, (
                 f"transformers could not load the tokenizer of `{hub_id.group(1)}` from the Hugging Face Hub and "
                 "has no copy in its cache: the Hub was unreachable (no network, a firewall; set HF_ENDPOINT to a "
@@ -625,8 +635,22 @@ class _Diagnosis:
             f"(a relative path depends on the working directory). " +
             (f"Run {step} to prepare it." if step else "Prepare or download it, or fix its path."))
 
+    def _gpu_watchdog(self, match):
+        self._decided(match, "a GPU watchdog stopped a kernel")
+        return "TIMEOUT", ["GPU_WATCHDOG_TIMEOUT"], {}, (
+            "The GPU's watchdog stopped a kernel that ran too long (" + match.group(0)[:80] + "): on Windows "
+            "the display driver resets a GPU that also drives the screen after about 2 s (TDR), and macOS "
+            "stops Metal work that blocks the display. Run on a GPU that drives no display, raise the driver's "
+            "limit (TdrDelay in the registry on Windows), or make each step shorter (a smaller batch or "
+            "resolution).")
+
     def _disk_full(self, match):
         said = match.group(0)
+        before = self.log[max(0, match.start() - 3000):match.start()]
+        if "SemLock" in before or re.search(r"multiprocessing[/\\]synchronize\.py", before):
+            # A multiprocessing semaphore lives in /dev/shm: ENOSPC there is shared memory, not the disk.
+            self._decided(match, "ENOSPC raised while multiprocessing created a semaphore (/dev/shm)")
+            return self._shm(match)
         if "StreamWriter" in said or "unexpected pos" in said:
             return "DATA", ["DISK_FULL"], {}, (
                 "torch.save could not finish writing a checkpoint (" + self._line(match).strip()[:100] + "): the "
@@ -694,6 +718,22 @@ class _Diagnosis:
             return "GPU_UNSUPPORTED", ["BACKEND_OP_MISSING"], {}, (
                 "The MPS backend has no kernel for an operator the run uses (" + match.group(0)[:90] + "). Set "
                 "PYTORCH_ENABLE_MPS_FALLBACK=1 so that operator runs on the CPU (slower), or use a newer torch.")
+        if "No operator found" in match.group(0):
+            reasons = self.log[match.start():match.start() + 6000]
+            near = self.log[max(0, match.start() - 6000):match.start() + 6000]
+            if re.search(r"xFormers can't load C\+\+/CUDA extensions|xFormers was built for|wasn't build with CUDA", near):
+                self._decided(match, "xformers says its compiled extensions do not match the installed torch")
+                return "MISSING_DEPENDENCY", ["BINARY_MISMATCH"], {}, (
+                    "xformers cannot load its compiled kernels: it was built for another torch/CUDA/Python than the "
+                    "one installed (see `python -m xformers.info`), so no attention operator is left. Install the "
+                    "xformers build that matches the installed torch (`pip install xformers` with torch's index URL, "
+                    "or the version pinned for it), or drop xformers for PyTorch SDPA.")
+            if "device=cpu" not in reasons and re.search(r"attn_bias type is|attn_bias\.stride|unsupported attn_bias", reasons):
+                self._decided(match, "every xformers operator refused the attention bias it was given")
+                return "CONFIG_INVALID", ["ATTENTION_INPUT_UNSUPPORTED"], {}, (
+                    "No xformers attention kernel accepts these inputs: each one lists the attention bias (its type, "
+                    "its memory layout) among its reasons. Pass the bias as one of xformers' bias classes or as a "
+                    "contiguous tensor padded as the kernels require, or use PyTorch SDPA with an attention mask.")
         return "GPU_UNSUPPORTED", ["BACKEND_OP_MISSING"], self._set("ATTENTION_BACKEND", "sdpa") if "No operator found" in match.group(0) else {}, (
             "The accelerator's backend has no kernel for an operator the run uses (" + match.group(0)[:90] + "): "
             "use an implementation built for this device (PyTorch SDPA for attention) or a build that has it.")
@@ -784,6 +824,15 @@ class _Diagnosis:
             self.inter["shared_memory_required"], self.inter["shared_memory_limit"] = int(numbers[0]), int(numbers[1])
         frames = self.log[max(0, match.start() - 6000):match.start()]
         fix = self._set("COMPILE", False) if _COMPILER_FRAME.search(frames) and "_inductor" in frames else {}
+        if len(numbers) >= 2 and int(numbers[0]) > MAX_SHARED_MEMORY_PER_BLOCK:
+            # More than the largest GPU offers (H100/B200: 227 KiB a block): no GPU runs this kernel
+            # configuration, so its sizes must shrink (the threads: fewer pipeline stages in the
+            # library's kernel, or a smaller head dimension), not the GPU change.
+            self._decided(match, "the kernel asks for more shared memory than any GPU has")
+            return "GPU_UNSUPPORTED", ["TRITON_SHARED_MEMORY"], fix, (
+                f"A Triton kernel's configuration needs {int(numbers[0]) // 1024} KiB of shared memory per block, more "
+                "than any GPU has (227 KiB on H100), so no GPU runs it as configured: lower the kernel's num_stages or "
+                "block sizes (the library's setting for smaller GPUs), or use a smaller head dimension.")
         return "GPU_UNSUPPORTED", ["TRITON_SHARED_MEMORY"], fix, (
             "A Triton kernel needs more shared memory per block than this GPU has (" + match.group(0)[:90] + "): "
             "older GPUs (Pascal, Turing) have 48-64 KiB. It is not GPU memory (VRAM) running out. Use a kernel "
@@ -959,6 +1008,9 @@ class _Diagnosis:
                 f"{raised.text()}{where}: the dataset path is not one the code knows. Use a dataset name "
                 f"or folder the code lists (its config or README), or register the new one.")
         link = self._link(raised)
+        read = self._library_contract(raised, link)
+        if read is not None:
+            return read or None
         if _building_extension(link, raised):
             self.decided_by.append({"line": raised.text()[:200], "why": "raised while torch built a C++/CUDA extension"})
             self.inter["build_error"] = raised.text()[:200]
@@ -1002,6 +1054,55 @@ class _Diagnosis:
                 f"expects. Install the version the project pins (its requirements or lock file).")
         return None
 
+    def _library_contract(self, raised, link):
+        """Exceptions whose structure says more than their type: a keyword a library no longer
+        takes, a model type the installed transformers does not know, a name an optional kernel
+        import left undefined, a division by an empty dataset's length. Returns a diagnosis,
+        False for "name no family" (UNKNOWN beats a wrong one), or None to read on."""
+        name, message = raised.name, raised.message
+        frames = link.frames if link else []
+        where = f" at {raised.where()}" if raised.file else ""
+        if name == "TypeError" and "unexpected keyword argument" in message:
+            if link is not None and link.raised_in not in (None, "python"):
+                self.decided_by.append({"line": raised.text()[:200], "why": f"a keyword the installed `{link.raised_in}` does not take"})
+                return "MISSING_DEPENDENCY", ["PACKAGE_VERSION"], {}, (
+                    f"{raised.text()[:160]}{where}: the installed `{link.raised_in}` does not take a keyword the code "
+                    "passes (it was renamed or added in another version). Install the version the project pins "
+                    "(its requirements), or rename the keyword as the installed version's documentation says.")
+            # Raised at the caller: a renamed library keyword or the code's own mistake; the log
+            # does not say whose function it is.
+            return False
+        if name == "KeyError" and any(re.search(r"transformers[/\\]models[/\\]auto[/\\]", f.file) for f in frames):
+            model_type = message.strip("'\" ")
+            self.inter["model_type"] = model_type
+            self.decided_by.append({"line": raised.text()[:200], "why": "transformers' registry of model types has no such entry"})
+            return "MISSING_DEPENDENCY", ["PACKAGE_VERSION"], {}, (
+                f"The installed transformers does not know the model type {message.strip()} ({raised.text()[:80]}, "
+                "raised in its auto-configuration registry): the model is newer than that transformers. Upgrade "
+                "transformers to the version the model card or the project asks for (`pip install -U transformers`).")
+        if name == "NameError":
+            undefined = re.search(r"name '([^']+)' is not defined", message)
+            if undefined and _OPTIONAL_KERNEL.match(undefined.group(1)):
+                self.inter["undefined_name"] = undefined.group(1)
+                self.decided_by.append({"line": raised.text()[:200], "why": "a name an optional kernel package provides"})
+                return "MISSING_DEPENDENCY", ["PACKAGE_VERSION"], {}, (
+                    f"{raised.text()}{where}: `{undefined.group(1)}` comes from an optional kernel package that the "
+                    "code imports inside a try/except, so the import failed quietly (the package is missing, or its "
+                    "installed version has no such function). Install the version the project names (e.g. "
+                    "flash-attn 2 for `flash_attn_varlen_func`), or turn the option off.")
+        if name == "ZeroDivisionError":
+            statement = _statement_before(self.log, raised.start)
+            if _COUNT_DIVISOR.search(statement) or re.search(r"\b(?:len|size|samples?)\W{0,3}0\b|\b0/0\b",
+                                                            self.log[max(0, raised.start - 4000):raised.start]):
+                self.decided_by.append({"line": statement.strip()[:200], "why": "divided by a count of samples or batches"})
+                return "DATA", ["DATASET_EMPTY"], {}, (
+                    f"{raised.text()}{where}, dividing by a count of samples or batches (`{statement.strip()[:80]}`): "
+                    "the dataset, or one split of it, is empty, so the loader yields nothing. Check the data path and "
+                    "the files it should match (names, extensions, the split's folder), and that the batch size is "
+                    "not larger than the dataset with drop_last=True.")
+            return False   # a division by zero elsewhere: a bug or a value gone to zero, the log does not say which
+        return None
+
     def _code_error_evidence(self, raised):
         """True when the frames show the code's own mistake: an error that is always one
         (NameError, SyntaxError, ...), or one raised in the project's own code, not a library."""
@@ -1027,6 +1128,10 @@ class _Diagnosis:
         return "Fix or revert the code at that line."
 
     def _shape(self, match):
+        if "stack expects each tensor" in match.group(0):
+            stacked = self._stacked_samples(match)
+            if stacked is not None:
+                return stacked or self._unknown()
         head = self.config.get("HEAD_DIM")
         if isinstance(head, int) and head % 2:
             return "CONFIG_INVALID", ["SHAPE_MISMATCH"], {"HEAD_DIM": head + 1}, (
@@ -1034,6 +1139,24 @@ class _Diagnosis:
         return "CONFIG_INVALID", ["SHAPE_MISMATCH"], {}, (
             "Tensor shapes do not agree (" + match.group(0)[:120] + "); a change to the model code "
             "broke a dimension. Revert or fix that edit.")
+
+    def _stacked_samples(self, match):
+        """torch.stack of samples of different sizes while the DataLoader built a batch: with torch's
+        own collate (or a dataset's __getitem__) the samples differ, i.e. the data; with a collate
+        function of the project the code that pads them is as likely: None to read on, False to
+        name no family."""
+        last = self.log.rfind("stack expects each tensor")   # the traceback's own line, not a quote above it
+        trace = self.log[max(0, last - 5000):last]
+        if not re.search(r"torch[/\\]utils[/\\]data[/\\]|DataLoader worker|collate", trace):
+            return None
+        last_frames = "\n".join(re.findall(r"(?:File [^\n]*|\S*collate\S*\.py\S* in \w+[^\n]*)", trace)[-2:])
+        if re.search(r"_utils[/\\]collate\.py|in (?:default_collate|collate_tensor_fn)\b|in __getitem__", last_frames):
+            self._decided(match, "torch's collate stacked samples of different sizes")
+            return "DATA", ["DATA_SHAPE_INCONSISTENT"], {}, (
+                "The DataLoader could not make a batch: the samples have different sizes (" + match.group(0)[:100] +
+                "). Make every sample the same size in the dataset (resize or crop images, pad or truncate sequences, "
+                "bucket by size), or pass a collate_fn that pads them; batch_size=1 hides it.")
+        return False
 
     def _backend_needs_cuda(self, match):
         return "CONFIG_INVALID", ["BACKEND_NEEDS_CUDA_COMPILE"], self._set("ATTENTION_BACKEND", "sdpa"), (
@@ -1091,9 +1214,29 @@ class _Diagnosis:
                 "For one GPU, run a single process without the multi-GPU path.")
         if code == "NCCL_TIMEOUT":
             return self._collective_timeout()
+        cuda = _NCCL_CUDA_FAILURE.search(self.log, match.start(), match.end() + 3000)
+        if cuda:
+            return self._nccl_cuda_failure(cuda)
         return "DISTRIBUTED", [code], {}, (
             "A collective (NCCL) operation failed or timed out: one rank crashed or took a different "
             "code path. Look for the first rank's own error; single-GPU runs should not use NCCL.")
+
+    def _nccl_cuda_failure(self, cuda):
+        """NCCL's `unhandled cuda error`: NCCL only reports what a CUDA call returned, and that is the cause."""
+        said = cuda.group(2)
+        self.inter["cuda_failure"] = cuda.group(0).strip()[:120]
+        self._decided(cuda, "the CUDA failure NCCL reported")
+        if cuda.group(1) == "802" or "system not yet initialized" in said:
+            return "NO_ACCELERATOR", ["CUDA_SYSTEM_NOT_READY"], {}, (
+                "CUDA could not start on this node (" + cuda.group(0).strip()[:80] + "): error 802, 'system not yet "
+                "initialized', means the NVSwitch fabric of an HGX/DGX node (A100/H100/B200 8-GPU boards) is not up. "
+                "Start NVIDIA's fabric manager (`systemctl start nvidia-fabricmanager`, the same version as the "
+                "driver) and check `nvidia-smi -q | grep -i fabric`, then rerun.")
+        return "UNKNOWN", ["UNKNOWN"], {}, (
+            "NCCL stopped on a CUDA call that failed (" + cuda.group(0).strip()[:80] + "): the fault is in CUDA on "
+            "that node (the driver, the GPU, the container's device access), not in the collective. Run a "
+            "single-GPU CUDA program on the same node, check `nvidia-smi` and the kernel log (Xid errors), and "
+            "rerun with NCCL_DEBUG=INFO to see which GPU.")
 
     def _collective_timeout(self):
         """A watchdog timeout: which ranks waited at which collective, and who was elsewhere.
@@ -1157,6 +1300,8 @@ class _Diagnosis:
 
     def _leaky(self):
         finite = [x for x in self.losses if math.isfinite(x)]
+        if finite and min(finite) < 0:
+            return False   # a loss below zero is not next-token cross-entropy: no bound to fall under
         return bool(finite and min(finite) < LEAK_LOSS) or (
             self.val_bpb is not None and self.val_bpb < LEAK_BPB)
 
@@ -1222,6 +1367,8 @@ def _busy_before(log, offset, lines=40):
     return None
 
 
+# NCCL's report of the CUDA call that failed under it: `Cuda failure 802 'system not yet initialized'`.
+_NCCL_CUDA_FAILURE = re.compile(r"Cuda failure (?:(\d+) )?'([^'\n]+)'")
 _JSON_PARSE = re.compile(r"[Ee]xpect(?:ed|ing) value:? (?:at )?line \d+ column \d+")
 
 
@@ -1236,13 +1383,34 @@ def _building_extension(link, raised):
 
 
 def _through_dataset(link, raised):
-    """True when the exception came out of a dataset's __getitem__ (or the DataLoader's fetch)."""
+    """True when the exception came out of a dataset's __getitem__ (or the DataLoader's fetch);
+    a library's own mapping (transformers' registry of model types) is not a dataset."""
     if "in DataLoader worker" in raised.message:
         return True
     frames = link.frames if link else []
-    return any(f.function == "__getitem__" or re.search(r"torch[/\\]utils[/\\]data[/\\]", f.file) for f in frames)
+    return any((f.function == "__getitem__" and f.library in (None, "torch", "datasets"))
+               or re.search(r"torch[/\\]utils[/\\]data[/\\]", f.file) for f in frames)
 
 
+# Names that optional kernel packages provide; projects import them in try/except blocks.
+_OPTIONAL_KERNEL = re.compile(r"(?:flash_attn|xformers|apex|bitsandbytes|bnb|triton|deepspeed|fused|causal_conv1d"
+                              r"|selective_scan|mamba_ssm)\w*", re.I)
+# A divisor that counts data: len(...), or a name for samples, batches, steps, items.
+_COUNT_DIVISOR = re.compile(r"/=?\s*\(?\s*(?:len\(|\w*(?:data|loader|batch|sample|step|iter|count|num_|total|size|items?)\w*)", re.I)
+
+
+def _statement_before(log, offset):
+    """The source line a traceback printed just above its exception line (the failing statement)."""
+    for line in reversed(log[max(0, offset - 2000):offset].splitlines()[-6:]):
+        text = line.strip()
+        if text and not text.startswith(("File ", "^", "~", "Traceback")) and set(text) - set("^~ "):
+            return text
+    return ""
+
+
+_NETWORK_FAILED = re.compile(r"ConnectionError|ConnectTimeout|ReadTimeout|Max retries exceeded|Failed to establish"
+                             r"|Name or service not known|Temporary failure in name resolution|Network is unreachable"
+                             r"|SSLError|couldn't connect to|Connection refused|LocalEntryNotFoundError|timed out", re.I)
 _HUB_ID_TOKENIZER = re.compile(r"Can't load tokenizer for '([^']+)'")
 
 

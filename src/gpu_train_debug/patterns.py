@@ -26,6 +26,12 @@ SIGNATURES = [
      ('out of memory', 'outofmemoryerror', 'total capacity', 'erroroutofmemory', 'metal::malloc',
       'om detected', 'resource_exhausted', 'alloc_failed', 'cudaerrormemoryallocation', 'failed to allocate cuda',
       'out_of_device_memory', 'out of device memory', 'error_outofmemory', 'at the bottom of memory')),
+    # A GPU watchdog stopped a kernel that ran too long (Windows TDR when the GPU also drives a
+    # display; Metal's "Impacting Interactivity"): a time limit, not a fault of the model.
+    ("GPU_WATCHDOG_TIMEOUT", "TIMEOUT", re.compile(
+        r"the launch timed out and was terminated|CUDA_ERROR_LAUNCH_TIMEOUT|cudaErrorLaunchTimeout"
+        r"|ErrorImpactingInteractivity|execution failed: Impacting Interactivity"),
+     ('launch timed out', 'launch_timeout', 'launchtimeout', 'impactinginteractivity', 'impacting interactivity')),
     ("CAUSAL_LEAK", "LOSS_TOO_GOOD", re.compile(
         r"CAUSALITY VIOLATION|the model sees future tokens"),
      ('causality violation', 'sees future tokens')),
@@ -134,8 +140,11 @@ SIGNATURES = [
         r"|No CUDA runtime is found|Microsoft Visual C\+\+ [\d.]+ or greater is required|nvcc: not found|nvcc fatal"
         r"|version `(?:GLIBCXX|GLIBC|CXXABI)_[\d.]+' not found|PyTorch and torchvision were compiled with different CUDA"
         r"|operator torchvision::\w+ does not exist|CUDA Setup failed despite (?:GPU|CUDA) being available"
-        r"|CUDA SETUP: CUDA detection failed|CUDA SETUP: Required library version not found", _I),
+        r"|CUDA SETUP: CUDA detection failed|CUDA SETUP: Required library version not found"
+        # DeepSpeed's op builder when no CUDA toolkit (nvcc) is installed to compile its ops.
+        r"|CUDA_HOME does not exist, unable to compile CUDA op|MissingCUDAException", _I),
      ('undefined symbol', 'cannot open shared object', 'dll load failed', 'cuda_home', 'no cuda runtime',
+      'missingcudaexception',
       'visual c++', 'nvcc', 'version `', 'compiled with different cuda', 'torchvision::', 'cuda setup')),
     # The shell could not start a command (exit 127): bash's `foo: command not found`, dash's
     # `sh: 1: foo: not found`, `bash: ./run.sh: No such file or directory`, a Chinese locale's
