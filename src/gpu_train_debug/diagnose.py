@@ -380,7 +380,7 @@ class _Diagnosis:
             "TRITON_SHARED_MEMORY": self._triton_shared_memory,
             "FP16_WEIGHTS_SCALED": self._fp16_weights_scaled,
             "GPU_WATCHDOG_TIMEOUT": self._gpu_watchdog,
-        }[code]
+        }.get(code) or (lambda m: self._described(code, family, m))
         return handler(match)
 
     # -- helpers --------------------------------------------------------------------------
@@ -634,6 +634,12 @@ class _Diagnosis:
             f"{what} is missing: the data was not prepared, or the run reads it from another folder "
             f"(a relative path depends on the working directory). " +
             (f"Run {step} to prepare it." if step else "Prepare or download it, or fix its path."))
+
+    def _described(self, code, family, match):
+        """A crash class whose signature says the cause; the step is the one its threads found."""
+        self._decided(match, "signature " + code)
+        said = self._line(match).strip()[:120]
+        return family, [code], {}, f"{_FIX_STEPS[code][0]} ({said}). {_FIX_STEPS[code][1]}"
 
     def _gpu_watchdog(self, match):
         self._decided(match, "a GPU watchdog stopped a kernel")
@@ -1366,6 +1372,64 @@ def _busy_before(log, offset, lines=40):
             return what
     return None
 
+
+# What each described crash class is, and the fix step its threads found.
+_FIX_STEPS = {
+    "TOKENIZER_NO_PAD_TOKEN": (
+        "The tokenizer has no padding token and the data collator pads batches",
+        "Give it one before training: `tokenizer.pad_token = tokenizer.eos_token` (or add a pad token and "
+        "resize the model's embeddings), as the model card's fine-tuning example does."),
+    "TOKENIZER_CORRUPT": (
+        "sentencepiece cannot parse tokenizer.model",
+        "The file is not a sentencepiece model: a Git LFS pointer or an interrupted download (download it again, "
+        "`git lfs pull`), or a tokenizer of another kind (Llama 3 ships a tiktoken file: load it with its own "
+        "tokenizer class or AutoTokenizer)."),
+    "DDP_REENTRANT_CHECKPOINT": (
+        "DDP saw a parameter marked ready twice in one backward pass",
+        "Reentrant activation checkpointing (or a module called twice per step) does this under DDP: use "
+        "non-reentrant checkpointing (`gradient_checkpointing_kwargs={'use_reentrant': False}`, "
+        "`torch.utils.checkpoint(..., use_reentrant=False)`), or `static_graph=True` when the graph does not "
+        "change, and `find_unused_parameters=False`."),
+    "FSDP_MIXED_DTYPE": (
+        "FSDP cannot flatten parameters of different dtypes into one unit",
+        "Give every wrapped parameter one dtype before wrapping (cast the model, or for QLoRA set "
+        "`bnb_4bit_quant_storage` to the compute dtype), or use FSDP's `use_orig_params=True` / mixed-precision "
+        "policy instead of mixed parameter dtypes."),
+    "QUANTIZED_DEVICE_MAP": (
+        "A model loaded in 8-/4-bit with `device_map='auto'` is trained by several processes",
+        "Under torchrun/accelerate each process must hold its own copy on its own GPU: load with "
+        "`device_map={'': local_rank}` (e.g. `{'': PartialState().process_index}`), or train with one process."),
+    "WANDB_NOT_LOGGED_IN": (
+        "Weights & Biases has no API key and cannot ask for one (no terminal)",
+        "Run `wandb login` once, or set WANDB_API_KEY; to train without it set WANDB_MODE=offline (or "
+        "disabled), or `report_to='none'` in transformers."),
+    "CUDA_FORK_REINIT": (
+        "CUDA was initialised before the process forked, and a forked child used it",
+        "Use the 'spawn' start method (`torch.multiprocessing.set_start_method('spawn')`, "
+        "`multiprocessing_context='spawn'` for the DataLoader), or keep CUDA out of the dataset and of "
+        "everything that runs before the workers start."),
+    "TOO_MANY_OPEN_FILES": (
+        "The process hit the open-file limit while DataLoader workers shared tensors",
+        "Raise the limit (`ulimit -n 65535`) or share through the file system "
+        "(`torch.multiprocessing.set_sharing_strategy('file_system')`), or use fewer workers."),
+    "DEEPSPEED_BATCH_SIZE": (
+        "DeepSpeed's batch sizes disagree: train_batch_size must equal micro batch x gradient accumulation x GPUs",
+        "Set train_batch_size (and gradient_accumulation_steps) to 'auto' in the DeepSpeed config when the "
+        "trainer sets them, or make the three agree for the number of GPUs launched."),
+    "DATA_FORMAT": (
+        "A data file is not in the format the code reads",
+        "A JSON Lines file (one object a line) read with json.load gives `Extra data`: read it line by line or "
+        "convert it to the format the code expects; text that is not UTF-8 needs its encoding "
+        "(`open(..., encoding=...)`) or a conversion to UTF-8."),
+    "NUMPY2_ABI": (
+        "A compiled package was built against NumPy 1.x and NumPy 2 is installed",
+        "Install `numpy<2` (or versions of the compiled packages built for NumPy 2, e.g. a newer torch)."),
+    "CPU_ISA_UNSUPPORTED": (
+        "The process died on an illegal instruction (SIGILL): the CPU lacks an instruction set the binary was built "
+        "for (AVX/AVX2)",
+        "Install a build for this CPU (an older torch/TensorFlow wheel without AVX, or build from source), or "
+        "run on a CPU with AVX2."),
+}
 
 # NCCL's report of the CUDA call that failed under it: `Cuda failure 802 'system not yet initialized'`.
 _NCCL_CUDA_FAILURE = re.compile(r"Cuda failure (?:(\d+) )?'([^'\n]+)'")

@@ -22,8 +22,14 @@ SIGNATURES = [
         # ROCm, Intel XPU (level-zero / SYCL) and TPU (XLA) say the same in their own words.
         r"|XPU out of memory|UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY|Allocation is out of device memory"
         r"|HIP_ERROR_OutOfMemory|hipErrorOutOfMemory|Ran out of memory in memory space (?:hbm|vmem)"
-        r"|NPU out of memory|Attempting to reserve [\d.]+ ?[KMGT]i?B? at the bottom of memory"),
-     ('out of memory', 'outofmemoryerror', 'total capacity', 'erroroutofmemory', 'metal::malloc',
+        r"|NPU out of memory|Attempting to reserve [\d.]+ ?[KMGT]i?B? at the bottom of memory"
+        # TensorFlow/Keras, JAX and TPU runtimes: `OOM when allocating tensor`, `Resource exhausted:
+        # Attempting to allocate`, `Failed to allocate request for 64.00MiB`; TensorFlow's cuDNN handle
+        # that cannot be created because the process reserved the GPU's memory (fixed by memory growth).
+        r"|OOM when allocating tensor|Resource exhausted: Attempting to allocate|Failed to allocate request for [\d.]+ ?[KMGT]i?B"
+        r"|RESOURCE_EXHAUSTED: Error allocating device buffer|Could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR"),
+     ('oom when allocating', 'resource exhausted', 'failed to allocate request', 'error allocating device buffer',
+      'could not create cudnn handle', 'out of memory', 'outofmemoryerror', 'total capacity', 'erroroutofmemory', 'metal::malloc',
       'om detected', 'resource_exhausted', 'alloc_failed', 'cudaerrormemoryallocation', 'failed to allocate cuda',
       'out_of_device_memory', 'out of device memory', 'error_outofmemory', 'at the bottom of memory')),
     # A GPU watchdog stopped a kernel that ran too long (Windows TDR when the GPU also drives a
@@ -98,8 +104,11 @@ SIGNATURES = [
     ("NO_CUDA_DEVICE", "NO_ACCELERATOR", re.compile(
         r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available"
         r"|no CUDA-capable device is detected|invalid device ordinal|CUDA unavailable, invalid device"
-        r"|The NVIDIA Driver was not detected|CUDA unknown error - this may be due to an incorrectly set up environment"),
-     ('not compiled with cuda', 'no nvidia driver', 'no cuda gpus', 'no cuda-capable', 'invalid device ordinal',
+        r"|The NVIDIA Driver was not detected|CUDA unknown error - this may be due to an incorrectly set up environment"
+        # Lightning when torch sees no GPU; CUDA's error 999 (unknown) when the driver cannot start it.
+        r"|GPUAccelerator can not run on your system since the accelerator is not available|No supported gpu backend found"
+        r"|cuda runtime error \(999\) : unknown error"),
+     ('gpuaccelerator can not run', 'no supported gpu backend', 'runtime error (000)', 'not compiled with cuda', 'no nvidia driver', 'no cuda gpus', 'no cuda-capable', 'invalid device ordinal',
       'cuda unavailable', 'driver was not detected', 'cuda unknown error')),
     # The build of a CUDA extension stopped on the toolchain: the host compiler is newer than nvcc
     # accepts, nvcc is older than the GPU, or the local toolkit is not the CUDA torch was built with.
@@ -131,6 +140,56 @@ SIGNATURES = [
      ("module 'torch", 'requires pytorch')),
     # Another package's module lacks an attribute: a local file or folder shadows it, or the
     # installed version is not the one the code was written for.
+    # transformers' collator asked to pad with a tokenizer that has no pad token (Llama, GPT-2, Mistral).
+    ("TOKENIZER_NO_PAD_TOKEN", "TOKENIZER", re.compile(
+        r"Asking to pad but the tokenizer does not have a padding token"),
+     ('does not have a padding token',)),
+    # sentencepiece cannot parse tokenizer.model: a Git LFS pointer, an interrupted download, or a
+    # file that is not a sentencepiece model (Llama 3's tiktoken file).
+    ("TOKENIZER_CORRUPT", "TOKENIZER", re.compile(
+        r"could not parse ModelProto from|sentencepiece_processor\.cc\(\d+\) \[model_proto-(?:>|&gt;)ParseFromArray"),
+     ('modelproto', 'parsefromarray')),
+    # DDP with reentrant activation checkpointing (or a module run twice in one step) marks a
+    # parameter ready twice.
+    ("DDP_REENTRANT_CHECKPOINT", "DISTRIBUTED", re.compile(
+        r"Expected to mark a variable ready only once"),
+     ('mark a variable ready only once',)),
+    ("FSDP_MIXED_DTYPE", "DISTRIBUTED", re.compile(
+        r"Must flatten tensors with uniform dtype"),
+     ('flatten tensors with uniform dtype',)),
+    # A model quantized by bitsandbytes and placed with device_map="auto" is trained by several processes.
+    ("QUANTIZED_DEVICE_MAP", "CONFIG_INVALID", re.compile(
+        r"You can't train a model that has been loaded in (?:8|4)-bit precision on (?:a different device|multiple devices)"),
+     ('bit precision on',)),
+    ("WANDB_NOT_LOGGED_IN", "CONFIG_INVALID", re.compile(
+        r"api_key not configured \(no-tty\)|wandb\.errors\.UsageError: api_key not configured"),
+     ('api_key not configured',)),
+    ("CUDA_FORK_REINIT", "CONFIG_INVALID", re.compile(
+        r"Cannot re-initialize CUDA in forked subprocess"),
+     ('re-initialize cuda in forked',)),
+    ("TOO_MANY_OPEN_FILES", "CONFIG_INVALID", re.compile(
+        r"Too many open files\. Communication with the workers is no longer possible|\[Errno 24\] Too many open files"),
+     ('too many open files',)),
+    # DeepSpeed's batch arithmetic: train_batch_size = micro batch x accumulation x world size.
+    ("DEEPSPEED_BATCH_SIZE", "CONFIG_INVALID", re.compile(
+        r"Check batch related parameters\. train_batch_size is not equal to micro_batch_per_gpu"
+        r"|train_batch_size is not equal to micro_batch_per_gpu \* gradient_acc_step \* world_size"),
+     ('check batch related parameters', 'train_batch_size is not equal')),
+    # A data file in another format than the code reads: JSON Lines read as one JSON document,
+    # text that is not UTF-8.
+    ("DATA_FORMAT", "DATA", re.compile(
+        r"(?:JSONDecodeError|ValueError): Extra data: line \d+ column \d+|UnicodeDecodeError: '[\w-]+' codec can't decode byte"),
+     ('extra data: line', "codec can't decode byte")),
+    # Extensions compiled against NumPy 1.x imported under NumPy 2 (the warning is the cause of
+    # what fails after it).
+    ("NUMPY2_ABI", "MISSING_DEPENDENCY", re.compile(
+        r"A module that was compiled using NumPy 1\.x cannot be run in\s+NumPy 2|_ARRAY_API not found"
+        r"|RuntimeError: Numpy is not available"),
+     ('compiled using numpy', '_array_api not found', 'numpy is not available')),
+    # The CPU lacks an instruction set the binary was built for (AVX/AVX2): SIGILL.
+    ("CPU_ISA_UNSUPPORTED", "MISSING_DEPENDENCY", re.compile(
+        r"Illegal instruction(?: \(core dumped\))?\s*$|signal 4 \(SIGILL\)|\bSIGILL\b", _M),
+     ('illegal instruction', 'sigill')),
     ("PACKAGE_VERSION", "MISSING_DEPENDENCY", re.compile(
         r"module '(?!(?:train|prepare|model|models|config|utils|__main__)')([A-Za-z_][\w.]*)' has no attribute '(\w+)'"),
      ("' has no attribute '",)),
@@ -207,8 +266,9 @@ SIGNATURES = [
         r"LocalEntryNotFoundError|OfflineModeIsEnabled|cannot reach Hugging Face"
         r"|host='[\w.-]*huggingface\.co'[^\n]*(?:Max retries|Failed to establish|timed out)"
         r"|We couldn't connect to 'https://huggingface\.co'|Temporary failure in name resolution|Network is unreachable"
-        r"|Name or service not known|Max retries exceeded with url"),
-     ('localentrynotfounderror', 'offlinemodeisenabled', 'cannot reach hugging face', "huggingface.co'",
+        r"|Name or service not known|Max retries exceeded with url"
+        r"|ConnectionError: Couldn.t reach https?://|CERTIFICATE_VERIFY_FAILED"),
+     ('couldn’t reach http', "couldn't reach http", 'certificate_verify_failed', 'localentrynotfounderror', 'offlinemodeisenabled', 'cannot reach hugging face', "huggingface.co'",
       'name resolution', 'network is unreachable', 'service not known', 'max retries exceeded')),
     # The template's evaluator: a prepared file differs from the sha256 manifest.json recorded.
     ("DATA_CHANGED", "DATA", re.compile(r"the prepared data changed: "), ('the prepared data changed',)),
@@ -216,8 +276,9 @@ SIGNATURES = [
         r"Parquet magic bytes not found|Parquet file size is 0 bytes|Couldn't deserialize thrift"
         r"|ArrowInvalid[^\n]*(?:corrupt|parquet|file)|file is corrupted|not a zip file|Unexpected end of file"
         r"|HeaderTooLarge|invalid load key|PytorchStreamReader failed|failed finding central directory"
-        r"|Error while deserializing header|EOFError: Ran out of input|Unable to load weights from pytorch checkpoint", _I),
-     ('magic bytes', 'file size is 0 bytes', 'thrift', 'arrowinvalid', 'corrupted', 'not a zip file',
+        r"|Error while deserializing header|EOFError: Ran out of input|Unable to load weights from pytorch checkpoint"
+        r"|image file is truncated", _I),
+     ('image file is truncated', 'magic bytes', 'file size is 0 bytes', 'thrift', 'arrowinvalid', 'corrupted', 'not a zip file',
       'unexpected end of file', 'headertoolarge', 'invalid load key', 'pytorchstreamreader', 'central directory',
       'deserializing header', 'ran out of input', 'unable to load weights')),
     ("DATA_SHARDS_MISSING", "DATA", re.compile(
@@ -265,7 +326,7 @@ SIGNATURES = [
     # The kernel's OOM killer (or a cgroup limit) ended the process: SIGKILL, exit 137 (128+9).
     ("HOST_OOM_KILLED", "OOM", re.compile(
         r"exitcode\s*:\s*-9\b|Signal 9 \(SIGKILL\)|exit code 137\b|interrupted by signal 9|killed by signal: Killed"
-        r"|Memory cgroup out of memory|Out of memory: Kill(?:ed)? process|\boom-kill(?:er)?\b|^Killed\s*$"
+        r"|Memory cgroup out of memory|Out of memory: Kill(?:ed)? process|\boom-kill(?:er)?\b|^Killed\s*$|\]Killed\s*$"
         r"|exit status 137\b|returned non-zero exit status -9", _I | _M),
      ('exitcode', 'signal 9', '137', 'killed', 'out of memory: kill', 'oom-kill')),
     ("NCCL_TIMEOUT", "DISTRIBUTED", re.compile(
