@@ -27,8 +27,9 @@ SIGNATURES = [
         # Attempting to allocate`, `Failed to allocate request for 64.00MiB`; TensorFlow's cuDNN handle
         # that cannot be created because the process reserved the GPU's memory (fixed by memory growth).
         r"|OOM when allocating tensor|Resource exhausted: Attempting to allocate|Failed to allocate request for [\d.]+ ?[KMGT]i?B"
-        r"|RESOURCE_EXHAUSTED: Error allocating device buffer|Could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR"),
-     ('oom when allocating', 'resource exhausted', 'failed to allocate request', 'error allocating device buffer',
+        r"|RESOURCE_EXHAUSTED: Error allocating device buffer|Could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR"
+        r"|Cuda failure 'out of memory'|CUDA_ERROR_OUT_OF_MEMORY"),
+     ('cuda_error_out_of_memory', 'oom when allocating', 'resource exhausted', 'failed to allocate request', 'error allocating device buffer',
       'could not create cudnn handle', 'out of memory', 'outofmemoryerror', 'total capacity', 'erroroutofmemory', 'metal::malloc',
       'om detected', 'resource_exhausted', 'alloc_failed', 'cudaerrormemoryallocation', 'failed to allocate cuda',
       'out_of_device_memory', 'out of device memory', 'error_outofmemory', 'at the bottom of memory')),
@@ -90,7 +91,7 @@ SIGNATURES = [
     ("BF16_UNSUPPORTED", "DTYPE_UNSUPPORTED", re.compile(
         r"does not support bfloat16|bf16 is not supported|bfloat16 is not supported"
         r"|Bf16 requires|only supported on GPUs with compute capability of at least 8|setup doesn't support bf16"
-        r"|Feature '[^']*bf16' requires \.target sm_80", _I),
+        r"|Feature '[^']*bf16' requires \.target sm_80|bf16 mixed precision requires PyTorch >= [\d.]+ and a supported device", _I),
      ('bfloat16', 'bf16', 'compute capability of at least 8')),
     # The driver is older than the CUDA runtime (torch's wheel, or a container's CUDA forward
     # compatibility on a GPU that has none). Often only a warning at CUDA initialisation, after
@@ -108,7 +109,7 @@ SIGNATURES = [
         # Lightning when torch sees no GPU; CUDA's error 999 (unknown) when the driver cannot start it.
         r"|GPUAccelerator can not run on your system since the accelerator is not available|No supported gpu backend found"
         r"|cuda runtime error \(999\) : unknown error"),
-     ('gpuaccelerator can not run', 'no supported gpu backend', 'runtime error (000)', 'not compiled with cuda', 'no nvidia driver', 'no cuda gpus', 'no cuda-capable', 'invalid device ordinal',
+     ('gpuaccelerator can not run', 'no supported gpu backend', 'runtime error (999)', 'not compiled with cuda', 'no nvidia driver', 'no cuda gpus', 'no cuda-capable', 'invalid device ordinal',
       'cuda unavailable', 'driver was not detected', 'cuda unknown error')),
     # The build of a CUDA extension stopped on the toolchain: the host compiler is newer than nvcc
     # accepts, nvcc is older than the GPU, or the local toolkit is not the CUDA torch was built with.
@@ -183,7 +184,7 @@ SIGNATURES = [
     # Extensions compiled against NumPy 1.x imported under NumPy 2 (the warning is the cause of
     # what fails after it).
     ("NUMPY2_ABI", "MISSING_DEPENDENCY", re.compile(
-        r"A module that was compiled using NumPy 1\.x cannot be run in\s+NumPy 2|_ARRAY_API not found"
+        r"A module that was compiled using NumPy 1\.x cannot be run in|_ARRAY_API not found"
         r"|RuntimeError: Numpy is not available"),
      ('compiled using numpy', '_array_api not found', 'numpy is not available')),
     # The CPU lacks an instruction set the binary was built for (AVX/AVX2): SIGILL.
@@ -233,18 +234,20 @@ SIGNATURES = [
     # report the kernel's ENOSPC, "No space left on device", which is why this comes before DISK_FULL.
     ("SHM_EXHAUSTED", "OOM", re.compile(
         r"insufficient shared memory \(shm\)|Unexpected bus error encountered in worker|No space left on device[^\n]*/dev/shm"
-        r"|out of shared memory|killed by signal: Bus error|unable to (?:write to|mmap|open shared memory object)[^\n]*</?torch_"
+        r"|out of shared memory|killed by signal: Bus\b|exits with return code = -7\b|unable to (?:write to|mmap|open shared memory object)[^\n]*</?torch_"
         r"|Error while creating shared memory segment|shm\.h:\d+ NCCL WARN Call to posix_fallocate failed"
         r"|failed to extend /dev/shm/"
         # SIGBUS (signal 7): a process touched shared memory that /dev/shm could not back.
         r"|exitcode\s*:\s*-7\b|Signal 7 \(SIGBUS\)|Caught signal 7 \(Bus error|Bus error \(core dumped\)", _I),
      ('shared memory', 'bus error', '/dev/shm', 'unable to write to file', 'unable to mmap', 'posix_fallocate',
-      'sigbus', 'exitcode')),
+      'sigbus', 'exitcode', 'killed by signal: bus', 'return code = -7')),
     ("DISK_FULL", "DATA", re.compile(
         r"No space left on device|\[Errno 28\]|Not enough disk space|Disk quota exceeded|\bENOSPC\b"
         # torch.save's zip writer when the disk or the quota fills during a checkpoint.
-        r"|PytorchStreamWriter failed writing file|unexpected pos \d+ vs \d+", _I),
-     ('no space left', 'errno 28', 'not enough disk space', 'disk quota', 'enospc', 'pytorchstreamwriter failed writing',
+        r"|PytorchStreamWriter failed writing file|unexpected pos \d+ vs \d+"
+        # torch's own writers when the device under the file fails mid-write (full, or quota).
+        r"|write\(\): fd \d+ failed with Input/output error|write error: wrote \d+ blocks instead of \d+", _I),
+     ('failed with input/output error', 'write error: wrote', 'no space left', 'errno 28', 'not enough disk space', 'disk quota', 'enospc', 'pytorchstreamwriter failed writing',
       'unexpected pos')),
     ("PERMISSION_DENIED", "DATA", re.compile(
         r"PermissionError|\[Errno 13\] Permission denied|\bEACCES\b"),
@@ -327,25 +330,27 @@ SIGNATURES = [
     ("HOST_OOM_KILLED", "OOM", re.compile(
         r"exitcode\s*:\s*-9\b|Signal 9 \(SIGKILL\)|exit code 137\b|interrupted by signal 9|killed by signal: Killed"
         r"|Memory cgroup out of memory|Out of memory: Kill(?:ed)? process|\boom-kill(?:er)?\b|^Killed\s*$|\]Killed\s*$"
-        r"|exit status 137\b|returned non-zero exit status -9", _I | _M),
-     ('exitcode', 'signal 9', '137', 'killed', 'out of memory: kill', 'oom-kill')),
+        r"|exit status 137\b|returned non-zero exit status -9|exits with return code = -9\b"
+        r"|killed due to memory pressure \(OOM\)|Task was killed due to the node running low on memory", _I | _M),
+     ('memory pressure', 'running low on memory', 'return code = -9', 'exitcode', 'signal 9', '137', 'killed', 'out of memory: kill', 'oom-kill')),
     ("NCCL_TIMEOUT", "DISTRIBUTED", re.compile(
         r"Watchdog caught collective"),
      ('watchdog caught',)),
     ("NCCL_ERROR", "DISTRIBUTED", re.compile(
         r"NCCL error\b|DistBackendError|ncclUnhandledCudaError|ncclSystemError|ncclInternalError"
         r"|Distributed package doesn't have NCCL built in|ncclInvalidUsage|NCCL communicator was aborted"
-        r"|ncclCommInitRank failed|NCCL Error \d"),
+        r"|ncclCommInitRank failed|NCCL Error \d|NCCL failure [^\n]*'unhandled system error'|NCCL WARN Call to ibv_create_qp failed"),
      ('nccl', 'distbackenderror')),
     ("DIST_INIT_FAILED", "DISTRIBUTED", re.compile(
         r"MPI support is disabled|Default process group has not been initialized|DistNetworkError"
+        r"|connect\(\) timed out\. Original timeout was \d+ ms|RuntimeError: Socket Timeout\b"
         r"|(?:errno: 98 - |os error 98|EADDRINUSE|\[Errno 98\] )Address already in use|Address already in use \(os error 98\)"
         r"|server socket has failed to (?:bind|listen)|RendezvousTimeoutError|RendezvousClosedError"
         r"|The client socket has timed out after|Connection reset by peer[^\n]*(?:TCPStore|c10d)|\bc10d\b[^\n]*(?:failed|timed out)"
         r"|store->get\('\w+'\) got error: Socket Timeout|Timed out initializing process group in store based barrier"),
      ('mpi support is disabled', 'process group has not been initialized', 'distnetworkerror',
       'client socket has timed out', 'c10d', 'address already in use', 'server socket has failed', 'rendezvous',
-      'store based barrier')),
+      'store based barrier', 'original timeout was', 'socket timeout')),
     # DDP found parameters that got no gradient (a layer unused in forward, or a branch skipped).
     ("DDP_UNUSED_PARAMETERS", "DISTRIBUTED", re.compile(
         r"Expected to have finished reduction in the prior iteration|parameters that were not used in producing loss"
