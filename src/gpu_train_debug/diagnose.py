@@ -807,6 +807,17 @@ class _Diagnosis:
 
     def _shm(self, match):
         said = match.group(0) if match else ""
+        if match is not None:
+            near = self.log[max(0, match.start() - 2000):match.end() + 500]
+            denied = re.search(r"shm_open failed\s*:\s*Permission denied|/dev/shm[^\n]*Permission denied", near)
+            if denied:
+                # The errno NCCL quotes decides: /dev/shm is not writable, not full.
+                self._decided(match, "the shared-memory call failed with EACCES, not ENOSPC")
+                return "DATA", ["PERMISSION_DENIED"], {}, (
+                    "The process may not create files in /dev/shm (" + denied.group(0)[:80] + "): NCCL and DataLoader "
+                    "workers put shared-memory segments there. Make /dev/shm writable for the user (its mode is "
+                    "normally 1777: `chmod 1777 /dev/shm`), or run the container with its own /dev/shm (`--ipc=host`); "
+                    "NCCL_SHM_DISABLE=1 avoids it for NCCL at some speed.")
         if not match or re.search(r"-7\b|signal 7|sigbus|core dumped", said, re.I):
             return "OOM", ["SHM_EXHAUSTED"], {}, (
                 "The process died on SIGBUS (signal 7): it touched shared memory that could not be backed, almost "
