@@ -1163,7 +1163,8 @@ class _Diagnosis:
         function of the project the code that pads them is as likely: None to read on, False to
         name no family."""
         last = self.log.rfind("stack expects each tensor")   # the traceback's own line, not a quote above it
-        trace = self.log[max(0, last - 5000):last]
+        # Its frames are above it, or below when the user quoted the error before pasting the traceback.
+        trace = self.log[max(0, last - 5000):last + 5000]
         if not re.search(r"torch[/\\]utils[/\\]data[/\\]|DataLoader worker|collate", trace):
             return None
         last_frames = "\n".join(re.findall(r"(?:File [^\n]*|\S*collate\S*\.py\S* in \w+[^\n]*)", trace)[-2:])

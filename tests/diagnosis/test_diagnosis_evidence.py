@@ -211,3 +211,43 @@ def test_words_with_digits_are_found_among_thousands_of_progress_lines():
     assert run(disk, {})["codes"] == ["DISK_FULL"]
     killed = progress + "Process exited with exit code 137\n"
     assert run(killed, {})["codes"] == ["HOST_OOM_KILLED"]
+
+
+def test_a_division_by_zero_is_an_empty_dataset_only_when_it_divides_by_a_count_of_data():
+    empty = run(log("cpm-26-zero-division-len-dataloader"))
+    assert (empty["family"], empty["codes"]) == ("DATA", ["DATASET_EMPTY"])
+    assert "len(train_dataloader)" in empty["explanation"]
+    # The same error dividing by something else names no family: a bug or a value gone to zero.
+    other = ('Traceback (most recent call last):\n  File "train.py", line 12, in <module>\n'
+             '    ratio = gain / temperature\nZeroDivisionError: float division by zero\n')
+    assert run(other)["family"] == "UNKNOWN"
+
+
+def test_losses_below_zero_or_a_crash_are_never_a_causal_leak():
+    # TR-MISR's loss is a negative score; the run then divided by an empty validation set.
+    assert run(log("tr-misr-2-zero-division-empty-val"))["codes"] == ["DATASET_EMPTY"]
+    # kohya's diffusion loss of 0.122, then a GPU watchdog: the crash decides, not the small loss.
+    assert run(log("a1111-12499-kohya-launch-timed-out"))["codes"] == ["GPU_WATCHDOG_TIMEOUT"]
+
+
+def test_a_library_contract_read_from_where_the_exception_was_raised():
+    # KeyError inside transformers' auto-config registry: a model type newer than transformers.
+    qwen = run(log("qwen-434-keyerror-qwen2-old-transformers"))
+    assert (qwen["family"], qwen["intermediates"]["model_type"]) == ("MISSING_DEPENDENCY", "qwen2")
+    # An unexpected keyword at the caller does not say whose function it is: no family.
+    assert run(log("poseidon-3-trainingarguments-eval-strategy"))["family"] == "UNKNOWN"
+    # A name only an optional kernel package provides: its guarded import failed.
+    assert run(log("openchat-52-nameerror-flash-attn-v1"))["codes"] == ["PACKAGE_VERSION"]
+
+
+def test_the_cause_an_error_quotes_decides_over_the_error_that_carries_it():
+    # NCCL's "unhandled cuda error" quotes CUDA's failure: 802 is an unready NVSwitch fabric.
+    assert run(log("llamafactory-8968-b200-cuda-802-not-initialized"))["codes"] == ["CUDA_SYSTEM_NOT_READY"]
+    assert run(log("nccl-1029-cuda-failure-initialization-error"))["family"] == "UNKNOWN"
+    # xformers says its kernels were built for another torch: a binary mismatch, not the GPU.
+    assert run(log("firefly-258-xformers-built-for-other-torch"))["codes"] == ["BINARY_MISMATCH"]
+    # ENOSPC from a multiprocessing semaphore is /dev/shm; EACCES from shm_open is a permission.
+    assert run(log("megatron-878-semlock-errno-28-dataloader"))["codes"] == ["SHM_EXHAUSTED"]
+    assert run(log("nccl-328-shm-open-permission"))["codes"] == ["PERMISSION_DENIED"]
+    # torch's default collate stacking samples of different sizes: the data, not the model.
+    assert run(log("cf-net-3-stack-unequal-size-patches"))["codes"] == ["DATA_SHAPE_INCONSISTENT"]
