@@ -563,7 +563,8 @@ class _Diagnosis:
             "run eager with COMPILE=False.")
 
     def _missing(self, match):
-        package = (match.group(1) or match.group(2) or "").split(".")[0]
+        package = next((g for g in match.groups() if g), "").split(".")[0]
+        package = package.lower() if package in ("SentencePiece", "Protobuf", "Tokenizers") else package
         self.inter["missing_package"] = package
         fix = {}
         if package in ("kernels", "flash_attn", "flash_attn_interface"):
@@ -1433,6 +1434,11 @@ _FIX_STEPS = {
         "A JSON Lines file (one object a line) read with json.load gives `Extra data`: read it line by line or "
         "convert it to the format the code expects; text that is not UTF-8 needs its encoding "
         "(`open(..., encoding=...)`) or a conversion to UTF-8."),
+    "MODEL_PATH_MISSING": (
+        "The model or tokenizer path does not exist here, so huggingface_hub took it for a Hub repo id, which a "
+        "path cannot be",
+        "Fix the path (absolute, or relative to the directory the run starts in) or download the model to it; a "
+        "Hub id is `org/name`."),
     "NUMPY2_ABI": (
         "A compiled package was built against NumPy 1.x and NumPy 2 is installed",
         "Install `numpy<2` (or versions of the compiled packages built for NumPy 2, e.g. a newer torch)."),

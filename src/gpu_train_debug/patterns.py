@@ -132,8 +132,10 @@ SIGNATURES = [
       'detected in the compilation of', 'ninja is required')),
     ("MISSING_PACKAGE", "MISSING_DEPENDENCY", re.compile(
         r"ModuleNotFoundError: No module named '([\w.]+)'|ImportError: No module named ([\w.]+)"
-        r"|\bpython[\d.]*: No module named ([\w.]+)"),
-     ('no module named',)),
+        r"|\bpython[\d.]*: No module named ([\w.]+)"
+        # transformers' words for an optional backend it needs (sentencepiece, protobuf, ...).
+        r"|requires the (\w+) library but it was not found in your environment|You need to have (\w+) installed"),
+     ('no module named', 'library but it was not found', 'you need to have')),
     # The installed torch predates an API the code calls (torch.compile is 2.0, torch.compiler 2.1).
     ("TORCH_TOO_OLD", "MISSING_DEPENDENCY", re.compile(
         r"module 'torch(?:\.[\w.]+)?' has no attribute '(\w+)'|requires PyTorch (?:version )?([\d.]+) or (?:higher|newer|later)"
@@ -173,9 +175,13 @@ SIGNATURES = [
      ('too many open files',)),
     # DeepSpeed's batch arithmetic: train_batch_size = micro batch x accumulation x world size.
     ("DEEPSPEED_BATCH_SIZE", "CONFIG_INVALID", re.compile(
-        r"Check batch related parameters\. train_batch_size is not equal to micro_batch_per_gpu"
+        r"Check batch related parameters\. train_batch_s"
         r"|train_batch_size is not equal to micro_batch_per_gpu \* gradient_acc_step \* world_size"),
      ('check batch related parameters', 'train_batch_size is not equal')),
+    # transformers/huggingface_hub took a local path that does not exist for a Hub repo id.
+    ("MODEL_PATH_MISSING", "DATA", re.compile(
+        r"HFValidationError: Repo id must (?:be in the form 'repo_name' or 'namespace/repo_name'|use alphanumeric)"),
+     ('repo id must',)),
     # A data file in another format than the code reads: JSON Lines read as one JSON document,
     # text that is not UTF-8.
     ("DATA_FORMAT", "DATA", re.compile(
@@ -312,8 +318,9 @@ SIGNATURES = [
     ("DEVICE_MISMATCH", "CONFIG_INVALID", re.compile(
         r"Expected all tensors to be on the same device|Input type \([^)]*\) and weight type \([^)]*\) should be the same"
         r"|expected (?:scalar type|mat1 and mat2 to have the same dtype)|found dtype \w+ but expected \w+"
-        r"|Input, output and indices must be on the current device|Placeholder storage has not been allocated on MPS device", _I),
-     ('expected all tensors', 'should be the same', 'expected scalar type', 'same dtype', 'but expected',
+        r"|Input, output and indices must be on the current device|Placeholder storage has not been allocated on MPS device"
+        r"|Expected tensor for argument #\d+ '\w+' to have the same type as tensor for argument", _I),
+     ('to have the same type as tensor', 'expected all tensors', 'should be the same', 'expected scalar type', 'same dtype', 'but expected',
       'must be on the current device', 'placeholder storage')),
     ("AUTOGRAD_ERROR", "CONFIG_INVALID", re.compile(
         r"modified by an inplace operation|Trying to backward through the graph a second time"
