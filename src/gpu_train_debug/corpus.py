@@ -4,7 +4,15 @@
 
 For each log it runs `diagnose` with the ML template's train.py/prepare.py constants as the
 config (so fixes name the template's constants) and the record's `profile`, then reports per
-split: family accuracy, and fix validity over the logs whose thread found a fix (`expect`).
+split: family accuracy, precision and coverage (below), and fix validity over the logs whose
+thread found a fix (`expect`).
+
+A wrong family is worse than UNKNOWN (the agent acts on it), so the two are counted apart:
+- precision: of the answers that name a family (anything but UNKNOWN), the share that is the
+  log's family. Naming a family for a log whose true family is UNKNOWN counts as wrong.
+- coverage: of the logs whose true family is known (not UNKNOWN), the share that got a named
+  answer at all (right or wrong).
+- family accuracy: right answers over all logs (UNKNOWN for an UNKNOWN log is right).
 `--failures` lists the misses of the chosen split only, so rules are tuned on `train` while
 `heldout` stays unseen.
 """
@@ -101,9 +109,16 @@ def summarise(outcomes):
     for split in sorted({o.case.split for o in outcomes}):
         rows = [o for o in outcomes if o.case.split == split]
         fixes = [o for o in rows if o.fix_ok is not None]
+        named = [o for o in rows if o.family != "UNKNOWN"]
+        known = [o for o in rows if o.case.family != "UNKNOWN"]
+        covered = [o for o in known if o.family != "UNKNOWN"]
         table[split] = {
             "logs": len(rows), "family_right": sum(o.family_ok for o in rows),
             "family_accuracy": round(sum(o.family_ok for o in rows) / len(rows), 3),
+            "named": len(named), "named_right": sum(o.family_ok for o in named),
+            "precision": round(sum(o.family_ok for o in named) / len(named), 3) if named else None,
+            "known": len(known), "covered": len(covered),
+            "coverage": round(len(covered) / len(known), 3) if known else None,
             "fixes_checked": len(fixes), "fix_valid": sum(bool(o.fix_ok) for o in fixes),
             "fix_validity": round(sum(bool(o.fix_ok) for o in fixes) / len(fixes), 3) if fixes else None,
         }
@@ -127,8 +142,11 @@ def main(argv=None):
         return 0
     for split, row in table.items():
         fix = f"{row['fix_valid']}/{row['fixes_checked']}" if row["fixes_checked"] else "-"
+        precision = f"{row['precision']:.1%}" if row["precision"] is not None else "-"
+        coverage = f"{row['coverage']:.1%}" if row["coverage"] is not None else "-"
         print(f"{split:<8} logs {row['logs']:>3}  family right {row['family_right']:>3} "
-              f"({row['family_accuracy']:.1%})  fix valid {fix}")
+              f"({row['family_accuracy']:.1%})  precision {row['named_right']}/{row['named']} ({precision})  "
+              f"coverage {row['covered']}/{row['known']} ({coverage})  fix valid {fix}")
     if args.failures:
         for o in outcomes:
             if o.case.split == args.split and (not o.family_ok or o.fix_ok is False):

@@ -15,7 +15,7 @@ import math
 import re
 
 from gpu_train_debug import accounting as acc
-from gpu_train_debug import harness_verdict, logtext, memory, patterns
+from gpu_train_debug import evidence, harness_verdict, logtext, memory, patterns
 
 FAMILIES = ("OOM", "GPU_UNSUPPORTED", "DTYPE_UNSUPPORTED", "NO_ACCELERATOR", "NAN_LOSS",
             "COMPILE_FAILURE", "MISSING_DEPENDENCY", "TOKENIZER", "DATA", "DISTRIBUTED",
@@ -26,12 +26,24 @@ DEFAULT_LRS = {"EMBEDDING_LR": 0.6, "UNEMBEDDING_LR": 0.004, "MATRIX_LR": 0.04, 
 # Loss (nats/token) or val_bpb this low in a 5-minute run means the model sees its targets.
 LEAK_LOSS = 0.3
 LEAK_BPB = 0.3
+# The most shared memory a block may use on any GPU so far (Hopper and Blackwell: 227 KiB).
+MAX_SHARED_MEMORY_PER_BLOCK = 232448
 _COMPILER_FRAME = re.compile(r"torch[/\\]_(?:dynamo|inductor)[/\\]|[/\\]triton[/\\]")
 _EVAL_FRAMES = ("evaluate_bpb", "def evaluate", "eval_loss", "in evaluate", "model.eval()")
 # The first optimizer step (before any step line) allocates the optimizer's state: the
 # template's Muon momentum buffers come from torch.zeros inside optimizer.step().
 _STATE_FRAMES = ("setup_optimizer", "init_weights", ".to(device", "to_empty(", "_init_group",
                  "zeros_like", "in __init__", "optimizer.step(", "/torch/optim/")
+
+
+# Warnings that are themselves the cause: the run goes on (on the CPU, or to a later error) but
+# nothing after them can work. A later exception does not outrank them.
+CAUSE_WARNINGS = ("DRIVER_TOO_OLD", "TORCH_ARCH_UNSUPPORTED")
+_GPU_WORDS = re.compile(r"cuda|\bgpu|device|driver|nvidia|\bhip\b|rocm", re.I)
+_RANK_PREFIX = re.compile(r"\[(?:rank|default)(\d+)\]:")
+_ANY_RANK = re.compile(r"\[(?:rank|default)(\d+)\]:|\bRank (\d+)\]")
+# Exceptions that are always the code's own mistake, wherever they are raised.
+_ALWAYS_CODE = ("NameError", "SyntaxError", "IndentationError", "TabError", "UnboundLocalError")
 
 
 # A failure shows at the start (warnings, setup) or at the end (the traceback) of a log;
@@ -136,7 +148,11 @@ class _Diagnosis:
     # -- dispatch -------------------------------------------------------------------------
 
     def run(self):
-        found = patterns.scan(self.log)
+        # Structure first: the exception chain, its frames and libraries, the rank that failed
+        # first, the warnings before the failure (gpu_train_debug/evidence.py).
+        self.ev = evidence.read(self.log)
+        self.decided_by = []
+        found = self._first_failed_rank_first(patterns.scan(self.log))
         decided = None if self.status == "implausible" else self._from_benchmark(found)
         if self.status == "implausible":
             # The run finished and only its result is in doubt: error text in its log was not fatal.
@@ -145,13 +161,22 @@ class _Diagnosis:
         elif decided:
             result = decided
         elif found:
-            code, family, match = found[0]
-            # Only a warning matched: an exception raised after it is what ended the run.
-            result = ((patterns.on_warning_line(self.log, match) and self._from_exception(after=match.end()))
-                      or self._from_signature(code, family, match))
+            code, family, match = self._cause_of(found)
+            warned = patterns.on_warning_line(self.log, match)
+            # Only a warning matched: an exception raised after it is what ended the run, unless
+            # the warning is one that causes the failure (a driver too old for the CUDA runtime).
+            before = len(self.decided_by)
+            raised = warned and self._from_exception(after=match.end())
+            if raised and code in CAUSE_WARNINGS and _GPU_WORDS.search(self.inter.get("exception", "")):
+                raised = None   # the later error is the GPU the warning said was unusable
+            if not raised:
+                del self.decided_by[before:]   # the exception read above did not decide
+            if not raised:
+                self._decided(match, "warning that caused the failure" if warned else "signature " + code)
+            result = raised or self._from_signature(code, family, match)
         elif self.status == "timeout" or "timed out" in self.reason:
             result = self._timeout()
-        elif self.template and self._leaky():
+        elif self.template and self._leaky() and not self._failing_exception():
             result = self._too_good()
         elif any(not math.isfinite(x) for x in self.losses):
             result = self._nan("LOSS_DIVERGED")
@@ -163,8 +188,44 @@ class _Diagnosis:
         family, codes, fix, explanation = result
         if not self.template and self.status != "implausible":
             explanation = (explanation.rstrip() + " " + self._benchmark_context()).strip()
+        facts = self.ev.summary()
+        if self.decided_by:
+            facts["decided_by"] = self.decided_by
+        if facts:
+            self.inter["evidence"] = facts
         return {"family": family, "codes": codes, "intermediates": self.inter, "fix": fix,
                 "explanation": explanation}
+
+    # -- which evidence decides -------------------------------------------------------------
+
+    def _decided(self, match, why):
+        """Record the line that decided the diagnosis (and the rank that printed it)."""
+        line = self._line(match).strip()
+        entry = {"line": line[:300], "why": why}
+        rank = _RANK_PREFIX.search(line)
+        if rank:
+            entry["rank"] = int(rank.group(1))
+        self.decided_by.append(entry)
+
+    def _first_failed_rank_first(self, found):
+        """torchrun's `Root Cause (first observed failure)` names the rank that failed first: its
+        own lines decide over the other ranks' consequences (their NCCL errors and timeouts)."""
+        root = self.ev.root_cause
+        if not root or root.rank is None or len(found) < 2:
+            return found
+        prefix = (f"[rank{root.rank}]:", f"[default{root.rank}]:")
+        own = [f for f in found if self._line(f[2]).lstrip().startswith(prefix)]
+        return own + [f for f in found if f not in own]
+
+    def _cause_of(self, found):
+        """The first signature, unless a warning earlier in the log is what made it happen."""
+        code, family, match = found[0]
+        if code in ("NO_CUDA_DEVICE",):
+            for other in found[1:]:
+                if other[0] in CAUSE_WARNINGS and other[2].start() < match.start():
+                    self._decided(match, "the failure the warning explains")
+                    return other
+        return found[0]
 
     # -- what the fixed benchmark said (harness_verdict.py) --------------------------------
 
@@ -263,7 +324,7 @@ class _Diagnosis:
         return " ".join(parts)
 
     def _from_signature(self, code, family, match):
-        if family == "OOM":
+        if code == "OOM":
             return self._oom(match)
         if family == "NAN_LOSS":
             return self._nan(code)
@@ -312,7 +373,16 @@ class _Diagnosis:
             "WINDOW_PATTERN_INVALID": self._window_pattern,
             "NCCL_TIMEOUT": self._nccl,
             "NCCL_ERROR": self._nccl,
-        }[code]
+            "BUILD_TOOLCHAIN": self._toolchain,
+            "DRIVER_TOO_OLD": self._driver_too_old,
+            "MPS_FLOAT64": self._mps_float64,
+            "DATALOADER_WORKER_EXITED": self._worker_exited,
+            "USAGE_ERROR": self._usage,
+            "BUILD_FAILED": self._build_failed,
+            "TRITON_SHARED_MEMORY": self._triton_shared_memory,
+            "FP16_WEIGHTS_SCALED": self._fp16_weights_scaled,
+            "GPU_WATCHDOG_TIMEOUT": self._gpu_watchdog,
+        }.get(code) or (lambda m: self._described(code, family, m))
         return handler(match)
 
     # -- helpers --------------------------------------------------------------------------
@@ -348,8 +418,7 @@ class _Diagnosis:
         fix, how = self._oom_fix(code, oom)
         if "ALLOC_FAILED" in match.group(0) or "MemoryAllocation" in match.group(0):
             where += " (a cuBLAS/cuDNN workspace could not be allocated: GPU memory was full, often held by another process)"
-        device = ("The MPS device" if "MPS backend" in match.group(0) else "Metal" if "Metal" in context
-                  or "kIOGPU" in match.group(0) or "metal::" in match.group(0) else "CUDA")
+        device = _oom_device(self._line(match), context)
         text = (f"{device} ran out of memory {where}. " + how)
         return "OOM", [code], fix, text
 
@@ -449,6 +518,12 @@ class _Diagnosis:
 
     def _fa_unsupported(self, match):
         fix = self._set("ATTENTION_BACKEND", "sdpa")
+        if "backward for head dim" in match.group(0) or "is_sm8" in match.group(0):
+            return "GPU_UNSUPPORTED", ["FA_UNSUPPORTED_ARCH"], fix, (
+                "This FlashAttention build's backward pass for this head dimension needs an A100/H100 (more shared "
+                "memory than this GPU has): " + match.group(0)[:90] + ". Use a smaller head dimension, a newer "
+                "FlashAttention (v2 runs head dim <= 192 backward on other Ampere GPUs), or PyTorch SDPA"
+                + (' (ATTENTION_BACKEND="sdpa").' if fix else "."))
         return "GPU_UNSUPPORTED", ["FA_UNSUPPORTED_ARCH"], fix, (
             "The Flash Attention kernel does not support this GPU architecture (FA3 needs Hopper, "
             "sm_90). PyTorch's scaled_dot_product_attention runs everywhere: ATTENTION_BACKEND=\"sdpa\".")
@@ -491,7 +566,8 @@ class _Diagnosis:
             "run eager with COMPILE=False.")
 
     def _missing(self, match):
-        package = (match.group(1) or match.group(2) or "").split(".")[0]
+        package = next((g for g in match.groups() if g), "").split(".")[0]
+        package = package.lower() if package in ("SentencePiece", "Protobuf", "Tokenizers") else package
         self.inter["missing_package"] = package
         fix = {}
         if package in ("kernels", "flash_attn", "flash_attn_interface"):
@@ -527,7 +603,7 @@ class _Diagnosis:
 
     def _missing_path(self, match):
         line = self._line(match)
-        quoted = re.search(r"['\"]([^'\"]+)['\"]", line[line.find(":") + 1:] if ":" in line else line)
+        quoted = re.search(r"(?<!\w)['\"]([^'\"]+)['\"]", line[line.find(":") + 1:] if ":" in line else line)
         named = quoted or re.search(r"(?<![\w.])([\w.~/\\-]*\w\.(?:model|bin|json|txt|pkl|parquet|npy|arrow|pt|safetensors))\b", line)
         if named:
             self.inter["missing_path"] = named.group(1)
@@ -535,6 +611,23 @@ class _Diagnosis:
         return None
 
     def _tokenizer(self, match):
+        hub_id = _HUB_ID_TOKENIZER.search(self._line(match))
+        if hub_id and _is_hub_id(hub_id.group(1)):
+            # transformers could not load a tokenizer named by its Hub id. The same message follows an
+            # unreachable Hub, a local folder of that name that shadows it, and a transformers too
+            # old for the tokenizer's files: only a network error in the log says which.
+            self.inter["hub_id"] = hub_id.group(1)
+            if not _NETWORK_FAILED.search(self.log):
+                return "UNKNOWN", ["UNKNOWN"], {}, (
+                    f"transformers could not load the tokenizer of `{hub_id.group(1)}` and the log does not say why. "
+                    "Most often the Hugging Face Hub was unreachable (no network, a firewall: download the files on a "
+                    "machine with network, or set HF_ENDPOINT to a reachable mirror); else a local folder of that name "
+                    "shadows the Hub id, or the installed transformers/tokenizers are too old for its files.")
+            return "DATA", ["HUB_UNREACHABLE"], {}, (
+                f"transformers could not load the tokenizer of `{hub_id.group(1)}` from the Hugging Face Hub and "
+                "has no copy in its cache: the Hub was unreachable (no network, a firewall; set HF_ENDPOINT to a "
+                "reachable mirror), the repo is gated (log in with HF_TOKEN), or the id is misspelt. A local "
+                "folder of that name would also shadow it.")
         step = self._prepare_step()
         path = self._missing_path(match)
         what = f"`{path}`" if path else "the tokenizer file"
@@ -552,7 +645,33 @@ class _Diagnosis:
             f"(a relative path depends on the working directory). " +
             (f"Run {step} to prepare it." if step else "Prepare or download it, or fix its path."))
 
+    def _described(self, code, family, match):
+        """A crash class whose signature says the cause; the step is the one its threads found."""
+        self._decided(match, "signature " + code)
+        said = self._line(match).strip()[:120]
+        return family, [code], {}, f"{_FIX_STEPS[code][0]} ({said}). {_FIX_STEPS[code][1]}"
+
+    def _gpu_watchdog(self, match):
+        self._decided(match, "a GPU watchdog stopped a kernel")
+        return "TIMEOUT", ["GPU_WATCHDOG_TIMEOUT"], {}, (
+            "The GPU's watchdog stopped a kernel that ran too long (" + match.group(0)[:80] + "): on Windows "
+            "the display driver resets a GPU that also drives the screen after about 2 s (TDR), and macOS "
+            "stops Metal work that blocks the display. Run on a GPU that drives no display, raise the driver's "
+            "limit (TdrDelay in the registry on Windows), or make each step shorter (a smaller batch or "
+            "resolution).")
+
     def _disk_full(self, match):
+        said = match.group(0)
+        before = self.log[max(0, match.start() - 3000):match.start()]
+        if "SemLock" in before or re.search(r"multiprocessing[/\\]synchronize\.py", before):
+            # A multiprocessing semaphore lives in /dev/shm: ENOSPC there is shared memory, not the disk.
+            self._decided(match, "ENOSPC raised while multiprocessing created a semaphore (/dev/shm)")
+            return self._shm(match)
+        if "StreamWriter" in said or "unexpected pos" in said:
+            return "DATA", ["DISK_FULL"], {}, (
+                "torch.save could not finish writing a checkpoint (" + self._line(match).strip()[:100] + "): the "
+                "disk or the quota filled while it wrote (checkpoints are large; old ones pile up). Free space or "
+                "keep fewer checkpoints (save_total_limit), or write them to a larger disk, then rerun.")
         return "DATA", ["DISK_FULL"], {}, (
             "The disk is full (ENOSPC: " + match.group(0) + "): a download, the data cache or a checkpoint "
             "could not be written. Free space, or point the caches (HF_HOME, AUTORESEARCH_CACHE) and "
@@ -599,6 +718,8 @@ class _Diagnosis:
             return self._host_oom(None)
         if self.exit in ("SIGSEGV", "exit 139"):
             return self._segfault(None)
+        if self.exit in ("SIGBUS", "exit 135"):
+            return self._shm(None)
         return None
 
     def _segfault(self, match):
@@ -613,6 +734,22 @@ class _Diagnosis:
             return "GPU_UNSUPPORTED", ["BACKEND_OP_MISSING"], {}, (
                 "The MPS backend has no kernel for an operator the run uses (" + match.group(0)[:90] + "). Set "
                 "PYTORCH_ENABLE_MPS_FALLBACK=1 so that operator runs on the CPU (slower), or use a newer torch.")
+        if "No operator found" in match.group(0):
+            reasons = self.log[match.start():match.start() + 6000]
+            near = self.log[max(0, match.start() - 6000):match.start() + 6000]
+            if re.search(r"xFormers can't load C\+\+/CUDA extensions|xFormers was built for|wasn't build with CUDA", near):
+                self._decided(match, "xformers says its compiled extensions do not match the installed torch")
+                return "MISSING_DEPENDENCY", ["BINARY_MISMATCH"], {}, (
+                    "xformers cannot load its compiled kernels: it was built for another torch/CUDA/Python than the "
+                    "one installed (see `python -m xformers.info`), so no attention operator is left. Install the "
+                    "xformers build that matches the installed torch (`pip install xformers` with torch's index URL, "
+                    "or the version pinned for it), or drop xformers for PyTorch SDPA.")
+            if "device=cpu" not in reasons and re.search(r"attn_bias type is|attn_bias\.stride|unsupported attn_bias", reasons):
+                self._decided(match, "every xformers operator refused the attention bias it was given")
+                return "CONFIG_INVALID", ["ATTENTION_INPUT_UNSUPPORTED"], {}, (
+                    "No xformers attention kernel accepts these inputs: each one lists the attention bias (its type, "
+                    "its memory layout) among its reasons. Pass the bias as one of xformers' bias classes or as a "
+                    "contiguous tensor padded as the kernels require, or use PyTorch SDPA with an attention mask.")
         return "GPU_UNSUPPORTED", ["BACKEND_OP_MISSING"], self._set("ATTENTION_BACKEND", "sdpa") if "No operator found" in match.group(0) else {}, (
             "The accelerator's backend has no kernel for an operator the run uses (" + match.group(0)[:90] + "): "
             "use an implementation built for this device (PyTorch SDPA for attention) or a build that has it.")
@@ -679,9 +816,125 @@ class _Diagnosis:
             "differ from the ones it was saved with. Use the same config, or start without the checkpoint.")
 
     def _shm(self, match):
+        said = match.group(0) if match else ""
+        if match is not None:
+            near = self.log[max(0, match.start() - 2000):match.end() + 500]
+            denied = re.search(r"shm_open failed\s*:\s*Permission denied|/dev/shm[^\n]*Permission denied", near)
+            if denied:
+                # The errno NCCL quotes decides: /dev/shm is not writable, not full.
+                self._decided(match, "the shared-memory call failed with EACCES, not ENOSPC")
+                return "DATA", ["PERMISSION_DENIED"], {}, (
+                    "The process may not create files in /dev/shm (" + denied.group(0)[:80] + "): NCCL and DataLoader "
+                    "workers put shared-memory segments there. Make /dev/shm writable for the user (its mode is "
+                    "normally 1777: `chmod 1777 /dev/shm`), or run the container with its own /dev/shm (`--ipc=host`); "
+                    "NCCL_SHM_DISABLE=1 avoids it for NCCL at some speed.")
+        if not match or re.search(r"-7\b|signal 7|sigbus|core dumped", said, re.I):
+            return "OOM", ["SHM_EXHAUSTED"], {}, (
+                "The process died on SIGBUS (signal 7): it touched shared memory that could not be backed, almost "
+                "always /dev/shm running out (Docker gives a container 64 MB; NCCL and DataLoader workers use it), "
+                "sometimes host memory itself. Raise the shared memory (`docker run --shm-size=16g` or `--ipc=host`, "
+                "a memory-backed /dev/shm volume on Kubernetes), use fewer DataLoader workers, or NCCL_SHM_DISABLE=1.")
         return "OOM", ["SHM_EXHAUSTED"], {}, (
             "DataLoader workers ran out of shared memory (/dev/shm), common in containers: raise it "
             "(`docker run --shm-size=8g`) or use fewer DataLoader workers (num_workers=0).")
+
+    def _fp16_weights_scaled(self, match):
+        return "CONFIG_INVALID", ["FP16_WEIGHTS_SCALED"], {}, (
+            "AMP's gradient scaler was given parameters stored in float16 (Attempting to unscale FP16 gradients): "
+            "mixed precision keeps the trainable weights in float32 and only computes in float16. Load or cast the "
+            "trainable parameters (the LoRA adapters, the fine-tuned module) to float32, or train in bfloat16 "
+            "without the scaler where the GPU supports it.")
+
+    def _triton_shared_memory(self, match):
+        numbers = re.findall(r"\d+", match.group(0))
+        if len(numbers) >= 2:
+            self.inter["shared_memory_required"], self.inter["shared_memory_limit"] = int(numbers[0]), int(numbers[1])
+        frames = self.log[max(0, match.start() - 6000):match.start()]
+        fix = self._set("COMPILE", False) if _COMPILER_FRAME.search(frames) and "_inductor" in frames else {}
+        if len(numbers) >= 2 and int(numbers[0]) > MAX_SHARED_MEMORY_PER_BLOCK:
+            # More than the largest GPU offers (H100/B200: 227 KiB a block): no GPU runs this kernel
+            # configuration, so its sizes must shrink (the threads: fewer pipeline stages in the
+            # library's kernel, or a smaller head dimension), not the GPU change.
+            self._decided(match, "the kernel asks for more shared memory than any GPU has")
+            return "GPU_UNSUPPORTED", ["TRITON_SHARED_MEMORY"], fix, (
+                f"A Triton kernel's configuration needs {int(numbers[0]) // 1024} KiB of shared memory per block, more "
+                "than any GPU has (227 KiB on H100), so no GPU runs it as configured: lower the kernel's num_stages or "
+                "block sizes (the library's setting for smaller GPUs), or use a smaller head dimension.")
+        return "GPU_UNSUPPORTED", ["TRITON_SHARED_MEMORY"], fix, (
+            "A Triton kernel needs more shared memory per block than this GPU has (" + match.group(0)[:90] + "): "
+            "older GPUs (Pascal, Turing) have 48-64 KiB. It is not GPU memory (VRAM) running out. Use a kernel "
+            "configuration with smaller blocks or fewer stages (the library's option for older GPUs), or a GPU "
+            "with more shared memory" + (", or run eager with COMPILE=False." if fix else "."))
+
+    def _build_failed(self, match):
+        said = match.group(0)
+        self.inter["build_error"] = self._line(match).strip()[:200]
+        if "Ninja is required" in said:
+            return "MISSING_DEPENDENCY", ["BUILD_FAILED"], {}, (
+                "torch builds this C++/CUDA extension with ninja, which is not installed: `pip install ninja` "
+                "(in the same environment), then rerun.")
+        if "distribution" in said or "satisfies the requirement" in said:
+            return "MISSING_DEPENDENCY", ["BUILD_FAILED"], {}, (
+                "pip found no build of a package for this Python and platform (" + said[:100] + "): the pinned "
+                "version does not exist for this Python version/OS/CUDA, or the index is wrong. Use a Python "
+                "version the project supports, or the package's own index URL (e.g. PyTorch's --index-url).")
+        return "MISSING_DEPENDENCY", ["BUILD_FAILED"], {}, (
+            "A package with compiled code did not build (" + said[:100] + "). The first compiler error above "
+            "this line is the cause (a compiler, CUDA toolkit or header the build needs). Install a prebuilt "
+            "wheel for this torch/CUDA/Python if the project offers one, or the toolchain the build asks for.")
+
+    def _usage(self, match):
+        self.inter["usage_error"] = match.group(0)[:200]
+        return "CONFIG_INVALID", ["USAGE_ERROR"], {}, (
+            "The script refused its command line (" + match.group(0)[:120] + "): an argument it requires is "
+            "missing, unknown or malformed. Run it with --help and pass the arguments it lists; no train.py "
+            "constant fixes it.")
+
+    def _worker_exited(self, match):
+        return "OOM", ["SHM_EXHAUSTED"], {}, (
+            "A DataLoader worker exited without a Python error: in a container this is almost always "
+            "/dev/shm running out (Docker's default is 64 MB), otherwise the host's OOM killer. Raise the "
+            "container's shared memory (`docker run --shm-size=8g` or `--ipc=host`) or use fewer DataLoader "
+            "workers (num_workers=0 to confirm).")
+
+    def _toolchain(self, match):
+        said = match.group(0)
+        lowered = said.lower()
+        self.inter["toolchain_error"] = self._line(match).strip()[:200]
+        if "gnu version" in lowered or "visual studio" in lowered:
+            return "MISSING_DEPENDENCY", ["BUILD_TOOLCHAIN"], {}, (
+                "The CUDA extension did not build: the host compiler is newer than this nvcc accepts (" + said[:80] +
+                "). Build with an older gcc/g++ (e.g. `CC=gcc-11 CXX=g++-11`, or update-alternatives), or install "
+                "a newer CUDA toolkit that supports this compiler.")
+        if "architecture" in lowered:
+            return "MISSING_DEPENDENCY", ["BUILD_TOOLCHAIN"], {}, (
+                "The CUDA extension did not build: this nvcc is older than the GPU (" + said[:60] + "). Install a "
+                "newer CUDA toolkit (sm_89 needs 11.8, sm_90 12.0, sm_120 12.8), or build for an architecture this "
+                "toolkit knows (TORCH_CUDA_ARCH_LIST=8.6).")
+        return "MISSING_DEPENDENCY", ["BUILD_TOOLCHAIN"], {}, (
+            "The CUDA extension did not build: the local CUDA toolkit (nvcc, CUDA_HOME) is not the CUDA version "
+            "torch was built with. Install the torch wheel for the local CUDA, or point CUDA_HOME at a toolkit of "
+            "torch's CUDA version (torch.version.cuda), then rebuild.")
+
+    def _driver_too_old(self, match):
+        said = match.group(0)
+        warned = patterns.on_warning_line(self.log, match)
+        how = (" It was printed as a warning, and everything after it ran without the GPU." if warned else "")
+        if "compat" in said.lower() or "container" in said.lower():
+            return "NO_ACCELERATOR", ["DRIVER_TOO_OLD"], {}, (
+                "The NVIDIA driver is older than the CUDA runtime in use, and this GPU has no forward compatibility "
+                "(error 804, common in containers built for a newer CUDA)." + how + " Update the host driver to "
+                "one that supports the container's CUDA, or use an image/torch built for an older CUDA.")
+        return "NO_ACCELERATOR", ["DRIVER_TOO_OLD"], {}, (
+            "The NVIDIA driver is too old for the CUDA runtime torch was built with, so CUDA cannot start." + how +
+            " Update the GPU driver, or install a torch wheel built for an older CUDA (one the driver supports: "
+            "nvidia-smi shows the highest).")
+
+    def _mps_float64(self, match):
+        return "DTYPE_UNSUPPORTED", ["MPS_FLOAT64"], {}, (
+            "Apple's MPS backend has no float64: a float64 tensor (numpy's default dtype) was moved to the GPU. "
+            "Cast it to float32 before `.to('mps')` (`torch.from_numpy(a).float()`, or "
+            "torch.set_default_dtype(torch.float32)).")
 
     def _gpu_too_old(self, match):
         return "GPU_UNSUPPORTED", ["GPU_TOO_OLD"], {}, (
@@ -741,8 +994,26 @@ class _Diagnosis:
                     "TypeError", "AttributeError", "IndexError", "KeyError", "ZeroDivisionError",
                     "ValueError", "AssertionError", "RecursionError", "NotImplementedError")
 
-    def _from_exception(self, after=0):
+    def _failing_exception(self):
+        """The exception that ended the run: the first of the last chain, or, when that is a
+        launcher's report that its child failed, the child's own exception printed before it."""
         raised = logtext.last_exception(self.log)
+        if raised is not None and evidence.is_launcher_report(raised) and raised.start > 0:
+            child = logtext.last_exception(self.log[:raised.start])
+            if child is not None and not evidence.is_launcher_report(child):
+                self.inter["launcher_error"] = raised.text()[:200]
+                return child
+        return raised
+
+    def _link(self, raised):
+        """The evidence chain link (frames, libraries) of an exception."""
+        link = self.ev.first
+        if link is not None and link.start == raised.start:
+            return link
+        return evidence.link_at(self.log, raised.start)
+
+    def _from_exception(self, after=0):
+        raised = self._failing_exception()
         if raised is None or raised.start < after:
             return None
         self.inter["exception"] = raised.text()[:300]
@@ -751,6 +1022,8 @@ class _Diagnosis:
         where = f" at {raised.where()}" if raised.file else ""
         name = raised.name
         frame = raised.file or (logtext.deepest_frame(self.log) or ("",))[0]
+        self.decided_by.append({"line": raised.text()[:300], "why": "first exception of the last chain"
+                                + (f", raised at {raised.where()}" if raised.file else "")})
         if name in self._GENERIC and _COMPILER_FRAME.search(frame or ""):
             # The message was cut off, but the traceback ends inside torch.compile's stack.
             fix = self._set("COMPILE", False)
@@ -761,6 +1034,38 @@ class _Diagnosis:
             return "DATA", ["DATASET_UNKNOWN"], {}, (
                 f"{raised.text()}{where}: the dataset path is not one the code knows. Use a dataset name "
                 f"or folder the code lists (its config or README), or register the new one.")
+        link = self._link(raised)
+        read = self._library_contract(raised, link)
+        if read is not None:
+            return read or None
+        if _building_extension(link, raised):
+            self.decided_by.append({"line": raised.text()[:200], "why": "raised while torch built a C++/CUDA extension"})
+            self.inter["build_error"] = raised.text()[:200]
+            return "MISSING_DEPENDENCY", ["BUILD_FAILED"], {}, (
+                f"A C++/CUDA extension did not build ({raised.text()[:100]}, in torch's extension builder): the "
+                "first compiler error above ninja's `build stopped` line is the cause, most often a CUDA toolkit "
+                "(nvcc) that does not match torch's CUDA or the GPU, or a host compiler nvcc does not accept. "
+                "Install a prebuilt wheel for this torch/CUDA/Python if one exists, or the matching toolkit "
+                "(CUDA_HOME), then rebuild.")
+        if name in ("KeyError", "IndexError") and _through_dataset(link, raised):
+            self.decided_by.append({"line": raised.text()[:200], "why": "raised while a DataLoader fetched a sample"})
+            return "DATA", ["DATASET_ITEM_MISSING"], {}, (
+                f"{raised.text()[:160]}{where}: the dataset could not build a sample (it was raised in a "
+                "`__getitem__` the DataLoader called): its index, annotations or precomputed features do not "
+                "match the files on disk (a dataset not fully prepared or extracted, a custom dataset in another "
+                "format). Check the sample it names against the data, or prepare the data again as the project "
+                "describes.")
+        if _JSON_PARSE.search(raised.message) and "tokeniz" in self.log[max(0, raised.start - 3000):raised.start].lower():
+            self.decided_by.append({"line": raised.text()[:200], "why": "a JSON parse error while a tokenizer loaded"})
+            return "TOKENIZER", ["TOKENIZER_INCOMPATIBLE"], {}, (
+                f"{raised.text()[:120]}: the tokenizer file (tokenizer.json) is not valid JSON: a Git LFS pointer "
+                "or an interrupted download, or a format newer than the installed `tokenizers`. Download the "
+                "tokenizer files again (git lfs pull), or upgrade tokenizers/transformers.")
+        if name in self._CODE_ERRORS and not self._code_error_evidence(raised):
+            # A TypeError/ValueError/... raised inside an installed library, or pasted without a
+            # traceback, is as often a version mismatch or bad data as a bug in the code: a
+            # wrong family is worse than none, so say what was raised and where instead.
+            return None
         if name in self._CODE_ERRORS:
             hint = self._code_hint(raised)
             return "CONFIG_INVALID", ["CODE_ERROR"], {}, (
@@ -776,6 +1081,69 @@ class _Diagnosis:
                 f"expects. Install the version the project pins (its requirements or lock file).")
         return None
 
+    def _library_contract(self, raised, link):
+        """Exceptions whose structure says more than their type: a keyword a library no longer
+        takes, a model type the installed transformers does not know, a name an optional kernel
+        import left undefined, a division by an empty dataset's length. Returns a diagnosis,
+        False for "name no family" (UNKNOWN beats a wrong one), or None to read on."""
+        name, message = raised.name, raised.message
+        frames = link.frames if link else []
+        where = f" at {raised.where()}" if raised.file else ""
+        if name == "TypeError" and "unexpected keyword argument" in message:
+            if link is not None and link.raised_in not in (None, "python"):
+                self.decided_by.append({"line": raised.text()[:200], "why": f"a keyword the installed `{link.raised_in}` does not take"})
+                return "MISSING_DEPENDENCY", ["PACKAGE_VERSION"], {}, (
+                    f"{raised.text()[:160]}{where}: the installed `{link.raised_in}` does not take a keyword the code "
+                    "passes (it was renamed or added in another version). Install the version the project pins "
+                    "(its requirements), or rename the keyword as the installed version's documentation says.")
+            # Raised at the caller: a renamed library keyword or the code's own mistake; the log
+            # does not say whose function it is.
+            return False
+        if name == "KeyError" and any(re.search(r"transformers[/\\]models[/\\]auto[/\\]", f.file) for f in frames):
+            model_type = message.strip("'\" ")
+            self.inter["model_type"] = model_type
+            self.decided_by.append({"line": raised.text()[:200], "why": "transformers' registry of model types has no such entry"})
+            return "MISSING_DEPENDENCY", ["PACKAGE_VERSION"], {}, (
+                f"The installed transformers does not know the model type {message.strip()} ({raised.text()[:80]}, "
+                "raised in its auto-configuration registry): the model is newer than that transformers. Upgrade "
+                "transformers to the version the model card or the project asks for (`pip install -U transformers`).")
+        if name == "NameError":
+            undefined = re.search(r"name '([^']+)' is not defined", message)
+            if undefined and _OPTIONAL_KERNEL.match(undefined.group(1)):
+                self.inter["undefined_name"] = undefined.group(1)
+                self.decided_by.append({"line": raised.text()[:200], "why": "a name an optional kernel package provides"})
+                return "MISSING_DEPENDENCY", ["PACKAGE_VERSION"], {}, (
+                    f"{raised.text()}{where}: `{undefined.group(1)}` comes from an optional kernel package that the "
+                    "code imports inside a try/except, so the import failed quietly (the package is missing, or its "
+                    "installed version has no such function). Install the version the project names (e.g. "
+                    "flash-attn 2 for `flash_attn_varlen_func`), or turn the option off.")
+        if name == "ZeroDivisionError":
+            statement = _statement_before(self.log, raised.start)
+            if _COUNT_DIVISOR.search(statement) or re.search(r"\b(?:len|size|samples?)\W{0,3}0\b|\b0/0\b",
+                                                            self.log[max(0, raised.start - 4000):raised.start]):
+                self.decided_by.append({"line": statement.strip()[:200], "why": "divided by a count of samples or batches"})
+                return "DATA", ["DATASET_EMPTY"], {}, (
+                    f"{raised.text()}{where}, dividing by a count of samples or batches (`{statement.strip()[:80]}`): "
+                    "the dataset, or one split of it, is empty, so the loader yields nothing. Check the data path and "
+                    "the files it should match (names, extensions, the split's folder), and that the batch size is "
+                    "not larger than the dataset with drop_last=True.")
+            return False   # a division by zero elsewhere: a bug or a value gone to zero, the log does not say which
+        return None
+
+    def _code_error_evidence(self, raised):
+        """True when the frames show the code's own mistake: an error that is always one
+        (NameError, SyntaxError, ...), or one raised in the project's own code, not a library."""
+        if raised.name in _ALWAYS_CODE:
+            return True
+        link = self._link(raised)
+        if link is None or not link.frames:
+            return False
+        lib = link.raised_in
+        if lib is not None:
+            self.decided_by.append({"line": f"{link.frames[-1].file} line {link.frames[-1].line}",
+                                    "why": f"raised inside the installed package `{lib}`, not the project's code"})
+        return lib is None
+
     def _code_hint(self, raised):
         if raised.name == "NameError":
             name = re.search(r"name '([^']+)' is not defined", raised.message)
@@ -787,6 +1155,10 @@ class _Diagnosis:
         return "Fix or revert the code at that line."
 
     def _shape(self, match):
+        if "stack expects each tensor" in match.group(0):
+            stacked = self._stacked_samples(match)
+            if stacked is not None:
+                return stacked or self._unknown()
         head = self.config.get("HEAD_DIM")
         if isinstance(head, int) and head % 2:
             return "CONFIG_INVALID", ["SHAPE_MISMATCH"], {"HEAD_DIM": head + 1}, (
@@ -802,6 +1174,25 @@ class _Diagnosis:
         return "CONFIG_INVALID", ["SHAPE_MISMATCH"], {}, (
             "Tensor shapes do not agree" + where + " (" + match.group(0)[:120] + "). A change to the "
             "model code broke a dimension: fix that line (or the layer it uses), or revert the edit.")
+
+    def _stacked_samples(self, match):
+        """torch.stack of samples of different sizes while the DataLoader built a batch: with torch's
+        own collate (or a dataset's __getitem__) the samples differ, i.e. the data; with a collate
+        function of the project the code that pads them is as likely: None to read on, False to
+        name no family."""
+        last = self.log.rfind("stack expects each tensor")   # the traceback's own line, not a quote above it
+        # Its frames are above it, or below when the user quoted the error before pasting the traceback.
+        trace = self.log[max(0, last - 5000):last + 5000]
+        if not re.search(r"torch[/\\]utils[/\\]data[/\\]|DataLoader worker|collate", trace):
+            return None
+        last_frames = "\n".join(re.findall(r"(?:File [^\n]*|\S*collate\S*\.py\S* in \w+[^\n]*)", trace)[-2:])
+        if re.search(r"_utils[/\\]collate\.py|in (?:default_collate|collate_tensor_fn)\b|in __getitem__", last_frames):
+            self._decided(match, "torch's collate stacked samples of different sizes")
+            return "DATA", ["DATA_SHAPE_INCONSISTENT"], {}, (
+                "The DataLoader could not make a batch: the samples have different sizes (" + match.group(0)[:100] +
+                "). Make every sample the same size in the dataset (resize or crop images, pad or truncate sequences, "
+                "bucket by size), or pass a collate_fn that pads them; batch_size=1 hides it.")
+        return False
 
     def _backend_needs_cuda(self, match):
         return "CONFIG_INVALID", ["BACKEND_NEEDS_CUDA_COMPILE"], self._set("ATTENTION_BACKEND", "sdpa"), (
@@ -857,9 +1248,71 @@ class _Diagnosis:
                 "The distributed set-up failed before training (" + text[:80] + "): the launcher, the "
                 "rendezvous or the build's MPI/NCCL support does not match how the run was started. "
                 "For one GPU, run a single process without the multi-GPU path.")
+        if code == "NCCL_TIMEOUT":
+            return self._collective_timeout()
+        cuda = _NCCL_CUDA_FAILURE.search(self.log, match.start(), match.end() + 3000)
+        if cuda:
+            return self._nccl_cuda_failure(cuda)
         return "DISTRIBUTED", [code], {}, (
             "A collective (NCCL) operation failed or timed out: one rank crashed or took a different "
             "code path. Look for the first rank's own error; single-GPU runs should not use NCCL.")
+
+    def _nccl_cuda_failure(self, cuda):
+        """NCCL's `unhandled cuda error`: NCCL only reports what a CUDA call returned, and that is the cause."""
+        said = cuda.group(2)
+        self.inter["cuda_failure"] = cuda.group(0).strip()[:120]
+        self._decided(cuda, "the CUDA failure NCCL reported")
+        if cuda.group(1) == "802" or "system not yet initialized" in said:
+            return "NO_ACCELERATOR", ["CUDA_SYSTEM_NOT_READY"], {}, (
+                "CUDA could not start on this node (" + cuda.group(0).strip()[:80] + "): error 802, 'system not yet "
+                "initialized', means the NVSwitch fabric of an HGX/DGX node (A100/H100/B200 8-GPU boards) is not up. "
+                "Start NVIDIA's fabric manager (`systemctl start nvidia-fabricmanager`, the same version as the "
+                "driver) and check `nvidia-smi -q | grep -i fabric`, then rerun.")
+        return "UNKNOWN", ["UNKNOWN"], {}, (
+            "NCCL stopped on a CUDA call that failed (" + cuda.group(0).strip()[:80] + "): the fault is in CUDA on "
+            "that node (the driver, the GPU, the container's device access), not in the collective. Run a "
+            "single-GPU CUDA program on the same node, check `nvidia-smi` and the kernel log (Xid errors), and "
+            "rerun with NCCL_DEBUG=INFO to see which GPU.")
+
+    def _collective_timeout(self):
+        """A watchdog timeout: which ranks waited at which collective, and who was elsewhere.
+
+        No rank's own error was found (that would have ranked first), so the ranks that timed out
+        waited for one that was busy elsewhere: saving, evaluating or preparing data on one rank, or
+        a different code path. Ranks stopped at different collectives say the same."""
+        waits = _watchdog_waits(self.log)
+        ranks = sorted({rank for rank, _, _, _ in waits})
+        where = sorted({(seq, op) for _, seq, op, _ in waits})
+        tail = self.log[-65536:]
+        seen = {int(r) for r in _RANK_PREFIX.findall(tail)}
+        waited = set(ranks) | {int(r) for line in tail.splitlines() if "watchdog" in line.lower()
+                               for pair in _ANY_RANK.findall(line) for r in pair if r}
+        absent = sorted(seen - waited)
+        busy = _busy_before(self.log, waits[0][3] if waits else len(self.log))
+        if ranks:
+            self.inter["timed_out_ranks"] = ranks
+            self.inter["collectives"] = [f"{op} #{seq}" for seq, op in where][:4]
+        if absent:
+            self.inter["ranks_not_timed_out"] = absent
+        if busy:
+            self.inter["busy_with"] = busy
+        said = []
+        if len({op for _, op in where}) > 1:
+            # Sequence numbers differ between process groups; different operations do not.
+            said.append("the ranks stopped at different collectives (" + ", ".join(
+                f"{op} #{seq}" for seq, op in where[:3]) + "): they took different code paths")
+        if absent:
+            said.append(f"rank{'s' if len(absent) > 1 else ''} {', '.join(map(str, absent))} did not time out: "
+                        "it was elsewhere while the others waited")
+        if busy:
+            said.append(f"just before, the log shows {busy}")
+        detail = ("; ".join(said) + ". ") if said else ""
+        return "DISTRIBUTED", ["NCCL_TIMEOUT"], {}, (
+            "A collective timed out on the NCCL watchdog with no rank's own error in the log: the other ranks "
+            "waited for one that was busy elsewhere or never arrived. " + detail[:1].upper() + detail[1:] +
+            "Do one-rank work (saving a checkpoint, evaluation, data preparation) on every rank or behind a "
+            "barrier, and raise the collective timeout if it is legitimately long (init_process_group(timeout=...), "
+            "HF `ddp_timeout`); single-GPU runs should not use NCCL.")
 
     def _timeout(self):
         if not self.template and self.last is None:
@@ -883,6 +1336,8 @@ class _Diagnosis:
 
     def _leaky(self):
         finite = [x for x in self.losses if math.isfinite(x)]
+        if finite and min(finite) < 0:
+            return False   # a loss below zero is not next-token cross-entropy: no bound to fall under
         return bool(finite and min(finite) < LEAK_LOSS) or (
             self.val_bpb is not None and self.val_bpb < LEAK_BPB)
 
@@ -904,11 +1359,14 @@ class _Diagnosis:
             "evaluation is unchanged and the model cannot see future tokens; rerun to confirm.")
 
     def _unknown(self):
-        raised = logtext.last_exception(self.log)
+        raised = self._failing_exception()
         line = raised.text() if raised else patterns.last_error_line(self.log)
         if line:
             self.inter["error_line"] = line[:300]
         where = f" at {raised.where()}" if raised and raised.file else ""
+        link = self._link(raised) if raised else None
+        if link is not None and link.raised_in:
+            where += f" (inside the installed package `{link.raised_in}`)"
         return "UNKNOWN", ["UNKNOWN"], {}, (
             "No known failure signature: " + (line + where if line else "the log has no error line") + ".")
 
@@ -916,6 +1374,164 @@ class _Diagnosis:
         start = self.log.rfind("\n", 0, match.start()) + 1
         stop = self.log.find("\n", match.end())
         return self.log[start:len(self.log) if stop < 0 else stop]
+
+
+_WATCHDOG = re.compile(r"\[Rank (\d+)\] Watchdog caught collective operation timeout:\s*WorkNCCL\(SeqNum=(\d+), OpType=(\w+)")
+_BUSY = (("saving a checkpoint", re.compile(r"\bsav(?:e|ing)\b[^\n]*(?:checkpoint|model|state)|checkpoint", re.I)),
+         ("an evaluation", re.compile(r"\beval(?:uat\w*)?\b|\bvalidat\w*", re.I)),
+         ("data being loaded or tokenised", re.compile(r"\b(?:tokeniz|Map|Loading|preprocess)\w*\b.*\d+%|Generating \w+ split")))
+
+
+def _watchdog_waits(log, limit=64):
+    """(rank, seq, op, offset) of each NCCL watchdog timeout line, found from str.find."""
+    out, pos = [], log.find("Watchdog caught")
+    while pos >= 0 and len(out) < limit:
+        start = log.rfind("\n", 0, pos) + 1
+        match = _WATCHDOG.search(log, start, min(len(log), pos + 400))
+        if match:
+            out.append((int(match.group(1)), int(match.group(2)), match.group(3), start))
+        pos = log.find("Watchdog caught", pos + 1)
+    return out
+
+
+def _busy_before(log, offset, lines=40):
+    """What the run was doing just before the first timeout (the one-rank work others waited for)."""
+    window = log[max(0, offset - 8000):offset].splitlines()[-lines:]
+    for what, regex in _BUSY:
+        if any(regex.search(line) for line in window):
+            return what
+    return None
+
+
+# What each described crash class is, and the fix step its threads found.
+_FIX_STEPS = {
+    "TOKENIZER_NO_PAD_TOKEN": (
+        "The tokenizer has no padding token and the data collator pads batches",
+        "Give it one before training: `tokenizer.pad_token = tokenizer.eos_token` (or add a pad token and "
+        "resize the model's embeddings), as the model card's fine-tuning example does."),
+    "TOKENIZER_CORRUPT": (
+        "sentencepiece cannot parse tokenizer.model",
+        "The file is not a sentencepiece model: a Git LFS pointer or an interrupted download (download it again, "
+        "`git lfs pull`), or a tokenizer of another kind (Llama 3 ships a tiktoken file: load it with its own "
+        "tokenizer class or AutoTokenizer)."),
+    "DDP_REENTRANT_CHECKPOINT": (
+        "DDP saw a parameter marked ready twice in one backward pass",
+        "Reentrant activation checkpointing (or a module called twice per step) does this under DDP: use "
+        "non-reentrant checkpointing (`gradient_checkpointing_kwargs={'use_reentrant': False}`, "
+        "`torch.utils.checkpoint(..., use_reentrant=False)`), or `static_graph=True` when the graph does not "
+        "change, and `find_unused_parameters=False`."),
+    "FSDP_MIXED_DTYPE": (
+        "FSDP cannot flatten parameters of different dtypes into one unit",
+        "Give every wrapped parameter one dtype before wrapping (cast the model, or for QLoRA set "
+        "`bnb_4bit_quant_storage` to the compute dtype), or use FSDP's `use_orig_params=True` / mixed-precision "
+        "policy instead of mixed parameter dtypes."),
+    "QUANTIZED_DEVICE_MAP": (
+        "A model loaded in 8-/4-bit with `device_map='auto'` is trained by several processes",
+        "Under torchrun/accelerate each process must hold its own copy on its own GPU: load with "
+        "`device_map={'': local_rank}` (e.g. `{'': PartialState().process_index}`), or train with one process."),
+    "WANDB_NOT_LOGGED_IN": (
+        "Weights & Biases has no API key and cannot ask for one (no terminal)",
+        "Run `wandb login` once, or set WANDB_API_KEY; to train without it set WANDB_MODE=offline (or "
+        "disabled), or `report_to='none'` in transformers."),
+    "CUDA_FORK_REINIT": (
+        "CUDA was initialised before the process forked, and a forked child used it",
+        "Use the 'spawn' start method (`torch.multiprocessing.set_start_method('spawn')`, "
+        "`multiprocessing_context='spawn'` for the DataLoader), or keep CUDA out of the dataset and of "
+        "everything that runs before the workers start."),
+    "TOO_MANY_OPEN_FILES": (
+        "The process hit the open-file limit while DataLoader workers shared tensors",
+        "Raise the limit (`ulimit -n 65535`) or share through the file system "
+        "(`torch.multiprocessing.set_sharing_strategy('file_system')`), or use fewer workers."),
+    "DEEPSPEED_BATCH_SIZE": (
+        "DeepSpeed's batch sizes disagree: train_batch_size must equal micro batch x gradient accumulation x GPUs",
+        "Set train_batch_size (and gradient_accumulation_steps) to 'auto' in the DeepSpeed config when the "
+        "trainer sets them, or make the three agree for the number of GPUs launched."),
+    "DATA_FORMAT": (
+        "A data file is not in the format the code reads",
+        "A JSON Lines file (one object a line) read with json.load gives `Extra data`: read it line by line or "
+        "convert it to the format the code expects; text that is not UTF-8 needs its encoding "
+        "(`open(..., encoding=...)`) or a conversion to UTF-8."),
+    "MODEL_PATH_MISSING": (
+        "The model or tokenizer path does not exist here, so huggingface_hub took it for a Hub repo id, which a "
+        "path cannot be",
+        "Fix the path (absolute, or relative to the directory the run starts in) or download the model to it; a "
+        "Hub id is `org/name`."),
+    "NUMPY2_ABI": (
+        "A compiled package was built against NumPy 1.x and NumPy 2 is installed",
+        "Install `numpy<2` (or versions of the compiled packages built for NumPy 2, e.g. a newer torch)."),
+    "CPU_ISA_UNSUPPORTED": (
+        "The process died on an illegal instruction (SIGILL): the CPU lacks an instruction set the binary was built "
+        "for (AVX/AVX2)",
+        "Install a build for this CPU (an older torch/TensorFlow wheel without AVX, or build from source), or "
+        "run on a CPU with AVX2."),
+}
+
+# NCCL's report of the CUDA call that failed under it: `Cuda failure 802 'system not yet initialized'`.
+_NCCL_CUDA_FAILURE = re.compile(r"Cuda failure (?:(\d+) )?'([^'\n]+)'")
+_JSON_PARSE = re.compile(r"[Ee]xpect(?:ed|ing) value:? (?:at )?line \d+ column \d+")
+
+
+def _building_extension(link, raised):
+    """True when the exception came out of torch's C++/CUDA extension builder (ninja failed)."""
+    if "Error building extension" in raised.message or "'ninja', '-v'" in raised.message:
+        return True
+    frames = link.frames if link else []
+    return any("cpp_extension" in f.file and f.function in ("_run_ninja_build", "_write_ninja_file_and_compile_objects",
+                                                           "_jit_compile", "_write_ninja_file_and_build_library")
+               for f in frames)
+
+
+def _through_dataset(link, raised):
+    """True when the exception came out of a dataset's __getitem__ (or the DataLoader's fetch);
+    a library's own mapping (transformers' registry of model types) is not a dataset."""
+    if "in DataLoader worker" in raised.message:
+        return True
+    frames = link.frames if link else []
+    return any((f.function == "__getitem__" and f.library in (None, "torch", "datasets"))
+               or re.search(r"torch[/\\]utils[/\\]data[/\\]", f.file) for f in frames)
+
+
+# Names that optional kernel packages provide; projects import them in try/except blocks.
+_OPTIONAL_KERNEL = re.compile(r"(?:flash_attn|xformers|apex|bitsandbytes|bnb|triton|deepspeed|fused|causal_conv1d"
+                              r"|selective_scan|mamba_ssm)\w*", re.I)
+# A divisor that counts data: len(...), or a name for samples, batches, steps, items.
+_COUNT_DIVISOR = re.compile(r"/=?\s*\(?\s*(?:len\(|\w*(?:data|loader|batch|sample|step|iter|count|num_|total|size|items?)\w*)", re.I)
+
+
+def _statement_before(log, offset):
+    """The source line a traceback printed just above its exception line (the failing statement)."""
+    for line in reversed(log[max(0, offset - 2000):offset].splitlines()[-6:]):
+        text = line.strip()
+        if text and not text.startswith(("File ", "^", "~", "Traceback")) and set(text) - set("^~ "):
+            return text
+    return ""
+
+
+_NETWORK_FAILED = re.compile(r"ConnectionError|ConnectTimeout|ReadTimeout|Max retries exceeded|Failed to establish"
+                             r"|Name or service not known|Temporary failure in name resolution|Network is unreachable"
+                             r"|SSLError|couldn't connect to|Connection refused|LocalEntryNotFoundError|timed out", re.I)
+_HUB_ID_TOKENIZER = re.compile(r"Can't load tokenizer for '([^']+)'")
+
+
+def _is_hub_id(name):
+    """`org/name` or `name` as the Hub spells repos, not a filesystem path."""
+    return bool(re.fullmatch(r"[A-Za-z0-9][\w.-]*(?:/[\w.-]+)?", name)) and not name.startswith(".")
+
+
+def _oom_device(said, context):
+    """Which accelerator ran out of memory, in the words its runtime used."""
+    lowered = said.lower()
+    if "mps backend" in lowered:
+        return "The MPS device"
+    if "metal" in context.lower() or "kiogpu" in lowered or "metal::" in lowered:
+        return "Metal"
+    if re.search(r"\bhip\b|hiperror|hip_error", lowered):
+        return "The ROCm (HIP) GPU"
+    if re.search(r"\bxpu\b", lowered) or "ur_result" in lowered or "out of device memory" in lowered:
+        return "The Intel XPU"
+    if "memory space" in lowered or "resource_exhausted" in lowered:
+        return "The TPU/XLA device"
+    return "CUDA"
 
 
 def _round_sig(value, digits=3):

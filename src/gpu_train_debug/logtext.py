@@ -48,7 +48,9 @@ def normalise(text):
 
 # An exception line: `ValueError: ...`, `torch.cuda.OutOfMemoryError: ...`, `[rank0]: KeyError: 'x'`.
 EXCEPTION = re.compile(
-    r"^[^\S\n]*(?:\[[^\]\n]{1,40}\]:?[^\S\n]*)*((?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning))"
+    r"^[^\S\n]*(?:\[[^\]\n]{1,40}\]:?[^\S\n]*)*((?:[A-Za-z_][\w]*\.)*(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning)"
+    # a bare `Exception: message` (raise Exception(...)) needs its colon: "Exception" alone is a word
+    r"|Exception(?=:)))"
     r"(?::[^\S\n]*(.*)|[^\S\n]{2,}(Traceback \(most recent call last\)))?$", _M)
 # `File "x.py", line 3, in f` (CPython) and `File ~/x.py:3, in f(...)` (IPython/Jupyter).
 FRAME = re.compile(r'^[^\S\n]*File (?:"([^"\n]+)", line |(\S+?):)(\d+)(?:, in ([^\s(]+))?', _M)

@@ -6,6 +6,7 @@ rank comes before the NCCL timeout the other ranks then hit. The texts come from
 sources cited in references/diagnosis-codes.md and tests/fixtures/logs/.
 """
 
+import functools
 import re
 
 _I = re.IGNORECASE
@@ -17,20 +18,45 @@ SIGNATURES = [
         r"|MPS backend out of memory|Tried to allocate [\d.]+ ?[KMGT]i?B \(GPU \d+; [\d.]+ ?[KMGT]i?B total capacity"
         r"|kIOGPUCommandBufferCallbackErrorOutOfMemory|\[metal::malloc\] Attempting to allocate"
         r"|\bO?OM [Dd]etected|RESOURCE_EXHAUSTED: Out of memory|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED"
-        r"|cudaErrorMemoryAllocation|cudaMalloc failed: out of memory|failed to allocate CUDA\d* buffer"),
-     ('out of memory', 'outofmemoryerror', 'total capacity', 'erroroutofmemory', 'metal::malloc',
-      'om detected', 'resource_exhausted', 'alloc_failed', 'cudaerrormemoryallocation', 'failed to allocate cuda')),
+        r"|cudaErrorMemoryAllocation|cudaMalloc failed: out of memory|failed to allocate CUDA\d* buffer"
+        # ROCm, Intel XPU (level-zero / SYCL) and TPU (XLA) say the same in their own words.
+        r"|XPU out of memory|UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY|Allocation is out of device memory"
+        r"|HIP_ERROR_OutOfMemory|hipErrorOutOfMemory|Ran out of memory in memory space (?:hbm|vmem)"
+        r"|NPU out of memory|Attempting to reserve [\d.]+ ?[KMGT]i?B? at the bottom of memory"
+        # TensorFlow/Keras, JAX and TPU runtimes: `OOM when allocating tensor`, `Resource exhausted:
+        # Attempting to allocate`, `Failed to allocate request for 64.00MiB`; TensorFlow's cuDNN handle
+        # that cannot be created because the process reserved the GPU's memory (fixed by memory growth).
+        r"|OOM when allocating tensor|Resource exhausted: Attempting to allocate|Failed to allocate request for [\d.]+ ?[KMGT]i?B"
+        r"|RESOURCE_EXHAUSTED: Error allocating device buffer|Could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR"
+        r"|Cuda failure 'out of memory'|CUDA_ERROR_OUT_OF_MEMORY"),
+     ('cuda_error_out_of_memory', 'oom when allocating', 'resource exhausted', 'failed to allocate request', 'error allocating device buffer',
+      'could not create cudnn handle', 'out of memory', 'outofmemoryerror', 'total capacity', 'erroroutofmemory', 'metal::malloc',
+      'om detected', 'resource_exhausted', 'alloc_failed', 'cudaerrormemoryallocation', 'failed to allocate cuda',
+      'out_of_device_memory', 'out of device memory', 'error_outofmemory', 'at the bottom of memory')),
+    # A GPU watchdog stopped a kernel that ran too long (Windows TDR when the GPU also drives a
+    # display; Metal's "Impacting Interactivity"): a time limit, not a fault of the model.
+    ("GPU_WATCHDOG_TIMEOUT", "TIMEOUT", re.compile(
+        r"the launch timed out and was terminated|CUDA_ERROR_LAUNCH_TIMEOUT|cudaErrorLaunchTimeout"
+        r"|ErrorImpactingInteractivity|execution failed: Impacting Interactivity"),
+     ('launch timed out', 'launch_timeout', 'launchtimeout', 'impactinginteractivity', 'impacting interactivity')),
     ("CAUSAL_LEAK", "LOSS_TOO_GOOD", re.compile(
         r"CAUSALITY VIOLATION|the model sees future tokens"),
      ('causality violation', 'sees future tokens')),
     ("FA_UNSUPPORTED_ARCH", "GPU_UNSUPPORTED", re.compile(
         r"FlashAttention only supports|FlashAttention-?3 (?:is )?(?:only|not) supported"
         r"|flash[_-]?attn\w* .*not supported on|Flash Attention 3 is unavailable"
-        r"|ATTENTION_BACKEND='fa3' needs a Hopper", _I),
-     ('flashattention', 'flash_attn', 'flash-attn', 'flashattn', 'flash attention 3', 'needs a hopper')),
+        r"|ATTENTION_BACKEND='fa3' needs a Hopper|FlashAttention backward for head dim > \d+ requires"
+        r"|Expected is_sm8[0x] (?:\|\| is_sm90 )?to be true, but got false", _I),
+     ('flashattention', 'flash_attn', 'flash-attn', 'flashattn', 'flash attention 3', 'needs a hopper',
+      'expected is_sm8')),
     ("BACKEND_NEEDS_CUDA_COMPILE", "CONFIG_INVALID", re.compile(
         r"ATTENTION_BACKEND='flex' needs CUDA and torch\.compile"),
      ("attention_backend='flex' needs",)),
+    # A Triton kernel's block configuration needs more shared memory per block than this GPU has
+    # (Pascal/Turing have 48-64 KiB): the GPU is too small for that kernel, not out of VRAM.
+    ("TRITON_SHARED_MEMORY", "GPU_UNSUPPORTED", re.compile(
+        r"out of resource: shared memory,? ?Required: ?\d+,? ?,? ?Hardware limit: ?\d+"),
+     ('out of resource: shared memory',)),
     ("TRITON_GPU_TOO_OLD", "GPU_UNSUPPORTED", re.compile(
         r"too old to be supported by the triton GPU compiler"),
      ('too old to be supported',)),
@@ -42,33 +68,74 @@ SIGNATURES = [
     ("TORCH_ARCH_UNSUPPORTED", "GPU_UNSUPPORTED", re.compile(
         r"with CUDA capabilit(?:y|ies) sm_\d+ is not compatible with the current PyTorch installation"
         r"|no kernel image is available for execution on the device|HIP error: invalid device function"
-        r"|hipErrorInvalidDeviceFunction|HSA_STATUS_ERROR_INVALID_ISA", _I),
+        r"|hipErrorInvalidDeviceFunction|HSA_STATUS_ERROR_INVALID_ISA|hipErrorNoBinaryForGpu"
+        r"|Unable to find code object for all current devices|rocBLAS error: Cannot read [^\n]*TensileLibrary", _I),
      ('is not compatible with the current pytorch', 'no kernel image', 'invalid device function',
-      'invaliddevicefunction', 'invalid_isa')),
+      'invaliddevicefunction', 'invalid_isa', 'nobinaryforgpu', 'unable to find code object', 'tensilelibrary')),
     # The accelerator's backend lacks an operator (MPS's prototype coverage, xformers built without CUDA).
     ("BACKEND_OP_MISSING", "GPU_UNSUPPORTED", re.compile(
         r"is not current(?:ly)? implemented for the (MPS|XPU|HPU|Meta) device|not currently supported on the (MPS) backend"
-        r"|No operator found for `?\w+`?", _I),
-     ('implemented for the', 'not currently supported on the', 'no operator found for')),
+        r"|No operator found for `?\w+`?|\b(MPS) does not support \w+", _I),
+     ('implemented for the', 'not currently supported on the', 'no operator found for', 'mps does not support')),
     # A CPU kernel without a half-precision version: fp16/bf16 weights run on the CPU.
+    # AMP's GradScaler was given fp16 parameters: it keeps fp32 master weights and refuses them.
+    ("FP16_WEIGHTS_SCALED", "CONFIG_INVALID", re.compile(r"Attempting to unscale FP16 gradients"),
+     ('attempting to unscale fp16',)),
     ("HALF_ON_CPU", "DTYPE_UNSUPPORTED", re.compile(
         r"\"\w+_cpu_?\" not implemented for '(?:Half|BFloat16)'|not implemented for 'Half'"),
      ("not implemented for 'half'", "not implemented for 'bfloat16'")),
+    # Apple's MPS has no float64: a float64 tensor (numpy's default) moved to the GPU is refused.
+    ("MPS_FLOAT64", "DTYPE_UNSUPPORTED", re.compile(
+        r"MPS framework doesn't support float64|Cannot convert a MPS Tensor to float64"),
+     ("doesn't support float64", 'mps tensor to float64')),
     ("BF16_UNSUPPORTED", "DTYPE_UNSUPPORTED", re.compile(
         r"does not support bfloat16|bf16 is not supported|bfloat16 is not supported"
         r"|Bf16 requires|only supported on GPUs with compute capability of at least 8|setup doesn't support bf16"
-        r"|Feature '[^']*bf16' requires \.target sm_80", _I),
+        r"|Feature '[^']*bf16' requires \.target sm_80|bf16 mixed precision requires PyTorch >= [\d.]+ and a supported device", _I),
      ('bfloat16', 'bf16', 'compute capability of at least 8')),
+    # The driver is older than the CUDA runtime (torch's wheel, or a container's CUDA forward
+    # compatibility on a GPU that has none). Often only a warning at CUDA initialisation, after
+    # which the run falls back to the CPU or fails later: the warning is then the cause.
+    ("DRIVER_TOO_OLD", "NO_ACCELERATOR", re.compile(
+        r"NVIDIA driver on your system is too old|CUDA driver version is insufficient"
+        r"|forward compatibility was attempted on non supported HW|cudaErrorCompatNotSupportedOnDevice"
+        r"|This container was built for NVIDIA Driver Release|unsupported display driver / cuda driver combination", _I),
+     ('driver on your system is too old', 'driver version is insufficient', 'forward compatibility was attempted',
+      'compatnotsupported', 'built for nvidia driver release', 'unsupported display driver')),
     ("NO_CUDA_DEVICE", "NO_ACCELERATOR", re.compile(
         r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available"
-        r"|no CUDA-capable device is detected|CUDA driver version is insufficient|invalid device ordinal"
-        r"|CUDA unavailable, invalid device|NVIDIA driver on your system is too old"),
-     ('not compiled with cuda', 'no nvidia driver', 'no cuda gpus', 'no cuda-capable', 'driver version is insufficient',
-      'invalid device ordinal', 'cuda unavailable', 'driver on your system is too old')),
+        r"|no CUDA-capable device is detected|invalid device ordinal|CUDA unavailable, invalid device"
+        r"|The NVIDIA Driver was not detected|CUDA unknown error - this may be due to an incorrectly set up environment"
+        # Lightning when torch sees no GPU; CUDA's error 999 (unknown) when the driver cannot start it.
+        r"|GPUAccelerator can not run on your system since the accelerator is not available|No supported gpu backend found"
+        r"|cuda runtime error \(999\) : unknown error"),
+     ('gpuaccelerator can not run', 'no supported gpu backend', 'runtime error (999)', 'not compiled with cuda', 'no nvidia driver', 'no cuda gpus', 'no cuda-capable', 'invalid device ordinal',
+      'cuda unavailable', 'driver was not detected', 'cuda unknown error')),
+    # The build of a CUDA extension stopped on the toolchain: the host compiler is newer than nvcc
+    # accepts, nvcc is older than the GPU, or the local toolkit is not the CUDA torch was built with.
+    # A build failure comes before the missing module or undefined symbol it leaves behind.
+    ("BUILD_TOOLCHAIN", "MISSING_DEPENDENCY", re.compile(
+        r"unsupported GNU version! gcc versions later than [\d.]+ are not supported"
+        r"|unsupported Microsoft Visual Studio version|Unsupported gpu architecture '(?:compute|sm)_\w+'"
+        r"|The detected CUDA version \([\d.]+\) mismatches the version that was used to compile"
+        r"|fatal error: (?:cuda\w*|cublas\w*|cusparse\w*|cudnn\w*|curand\w*|nccl)\.h: No such file or directory", _I),
+     ('unsupported gnu version', 'unsupported microsoft visual studio', 'unsupported gpu architecture',
+      'the detected cuda version', '.h: no such file')),
+    # An extension or wheel that did not build, or pip that found no build for this Python/platform.
+    ("BUILD_FAILED", "MISSING_DEPENDENCY", re.compile(
+        r"Error (?:building|compiling objects for) extension '?[\w.-]+|Failed building wheel for [\w.-]+"
+        r"|Could not build wheels for [\w.-]+|^(?:ERROR: )?Failed to build (?:installable wheels|[\w.-]+[^\S\n]*$)"
+        r"|No matching distribution found for \S+|Could not find a version that satisfies the requirement \S+"
+        r"|\d+ errors? detected in the compilation of|Ninja is required to load C\+\+ extensions", _I | _M),
+     ('error building extension', 'error compiling objects for extension', 'failed building wheel',
+      'could not build wheels', 'failed to build', 'no matching distribution', 'could not find a version',
+      'detected in the compilation of', 'ninja is required')),
     ("MISSING_PACKAGE", "MISSING_DEPENDENCY", re.compile(
         r"ModuleNotFoundError: No module named '([\w.]+)'|ImportError: No module named ([\w.]+)"
-        r"|\bpython[\d.]*: No module named ([\w.]+)"),
-     ('no module named',)),
+        r"|\bpython[\d.]*: No module named ([\w.]+)"
+        # transformers' words for an optional backend it needs (sentencepiece, protobuf, ...).
+        r"|requires the (\w+) library but it was not found in your environment|You need to have (\w+) installed"),
+     ('no module named', 'library but it was not found', 'you need to have')),
     # The installed torch predates an API the code calls (torch.compile is 2.0, torch.compiler 2.1).
     ("TORCH_TOO_OLD", "MISSING_DEPENDENCY", re.compile(
         r"module 'torch(?:\.[\w.]+)?' has no attribute '(\w+)'|requires PyTorch (?:version )?([\d.]+) or (?:higher|newer|later)"
@@ -76,15 +143,75 @@ SIGNATURES = [
      ("module 'torch", 'requires pytorch')),
     # Another package's module lacks an attribute: a local file or folder shadows it, or the
     # installed version is not the one the code was written for.
+    # transformers' collator asked to pad with a tokenizer that has no pad token (Llama, GPT-2, Mistral).
+    ("TOKENIZER_NO_PAD_TOKEN", "TOKENIZER", re.compile(
+        r"Asking to pad but the tokenizer does not have a padding token"),
+     ('does not have a padding token',)),
+    # sentencepiece cannot parse tokenizer.model: a Git LFS pointer, an interrupted download, or a
+    # file that is not a sentencepiece model (Llama 3's tiktoken file).
+    ("TOKENIZER_CORRUPT", "TOKENIZER", re.compile(
+        r"could not parse ModelProto from|sentencepiece_processor\.cc\(\d+\) \[model_proto-(?:>|&gt;)ParseFromArray"),
+     ('modelproto', 'parsefromarray')),
+    # DDP with reentrant activation checkpointing (or a module run twice in one step) marks a
+    # parameter ready twice.
+    ("DDP_REENTRANT_CHECKPOINT", "DISTRIBUTED", re.compile(
+        r"Expected to mark a variable ready only once"),
+     ('mark a variable ready only once',)),
+    ("FSDP_MIXED_DTYPE", "DISTRIBUTED", re.compile(
+        r"Must flatten tensors with uniform dtype"),
+     ('flatten tensors with uniform dtype',)),
+    # A model quantized by bitsandbytes and placed with device_map="auto" is trained by several processes.
+    ("QUANTIZED_DEVICE_MAP", "CONFIG_INVALID", re.compile(
+        r"You can't train a model that has been loaded in (?:8|4)-bit precision on (?:a different device|multiple devices)"),
+     ('bit precision on',)),
+    ("WANDB_NOT_LOGGED_IN", "CONFIG_INVALID", re.compile(
+        r"api_key not configured \(no-tty\)|wandb\.errors\.UsageError: api_key not configured"),
+     ('api_key not configured',)),
+    ("CUDA_FORK_REINIT", "CONFIG_INVALID", re.compile(
+        r"Cannot re-initialize CUDA in forked subprocess"),
+     ('re-initialize cuda in forked',)),
+    ("TOO_MANY_OPEN_FILES", "CONFIG_INVALID", re.compile(
+        r"Too many open files\. Communication with the workers is no longer possible|\[Errno 24\] Too many open files"),
+     ('too many open files',)),
+    # DeepSpeed's batch arithmetic: train_batch_size = micro batch x accumulation x world size.
+    ("DEEPSPEED_BATCH_SIZE", "CONFIG_INVALID", re.compile(
+        r"Check batch related parameters\. train_batch_s"
+        r"|train_batch_size is not equal to micro_batch_per_gpu \* gradient_acc_step \* world_size"),
+     ('check batch related parameters', 'train_batch_size is not equal')),
+    # transformers/huggingface_hub took a local path that does not exist for a Hub repo id.
+    ("MODEL_PATH_MISSING", "DATA", re.compile(
+        r"HFValidationError: Repo id must (?:be in the form 'repo_name' or 'namespace/repo_name'|use alphanumeric)"),
+     ('repo id must',)),
+    # A data file in another format than the code reads: JSON Lines read as one JSON document,
+    # text that is not UTF-8.
+    ("DATA_FORMAT", "DATA", re.compile(
+        r"(?:JSONDecodeError|ValueError): Extra data: line \d+ column \d+|UnicodeDecodeError: '[\w-]+' codec can't decode byte"),
+     ('extra data: line', "codec can't decode byte")),
+    # Extensions compiled against NumPy 1.x imported under NumPy 2 (the warning is the cause of
+    # what fails after it).
+    ("NUMPY2_ABI", "MISSING_DEPENDENCY", re.compile(
+        r"A module that was compiled using NumPy 1\.x cannot be run in|_ARRAY_API not found"
+        r"|RuntimeError: Numpy is not available"),
+     ('compiled using numpy', '_array_api not found', 'numpy is not available')),
+    # The CPU lacks an instruction set the binary was built for (AVX/AVX2): SIGILL.
+    ("CPU_ISA_UNSUPPORTED", "MISSING_DEPENDENCY", re.compile(
+        r"Illegal instruction(?: \(core dumped\))?\s*$|signal 4 \(SIGILL\)|\bSIGILL\b", _M),
+     ('illegal instruction', 'sigill')),
     ("PACKAGE_VERSION", "MISSING_DEPENDENCY", re.compile(
         r"module '(?!(?:train|prepare|model|models|config|utils|__main__)')([A-Za-z_][\w.]*)' has no attribute '(\w+)'"),
      ("' has no attribute '",)),
     # A compiled extension does not match what is installed: a CUDA library, a torch ABI.
     ("BINARY_MISMATCH", "MISSING_DEPENDENCY", re.compile(
         r"undefined symbol: \S+|cannot open shared object file|DLL load failed|CUDA_HOME environment variable is not set"
-        r"|No CUDA runtime is found|Microsoft Visual C\+\+ [\d.]+ or greater is required|nvcc: not found|nvcc fatal", _I),
+        r"|No CUDA runtime is found|Microsoft Visual C\+\+ [\d.]+ or greater is required|nvcc: not found|nvcc fatal"
+        r"|version `(?:GLIBCXX|GLIBC|CXXABI)_[\d.]+' not found|PyTorch and torchvision were compiled with different CUDA"
+        r"|operator torchvision::\w+ does not exist|CUDA Setup failed despite (?:GPU|CUDA) being available"
+        r"|CUDA SETUP: CUDA detection failed|CUDA SETUP: Required library version not found"
+        # DeepSpeed's op builder when no CUDA toolkit (nvcc) is installed to compile its ops.
+        r"|CUDA_HOME does not exist, unable to compile CUDA op|MissingCUDAException", _I),
      ('undefined symbol', 'cannot open shared object', 'dll load failed', 'cuda_home', 'no cuda runtime',
-      'visual c++', 'nvcc')),
+      'missingcudaexception',
+      'visual c++', 'nvcc', 'version `', 'compiled with different cuda', 'torchvision::', 'cuda setup')),
     # The shell could not start a command (exit 127): bash's `foo: command not found`, dash's
     # `sh: 1: foo: not found`, `bash: ./run.sh: No such file or directory`, a Chinese locale's
     # `foo：未找到命令`, or a launcher reporting status 127. Tied to the shell's wording so that
@@ -108,9 +235,26 @@ SIGNATURES = [
      ('torch.compile', 'triton installation', 'backendcompilerfailed', 'inductorerror', 'torch._dynamo.exc',
       'invalidcxxcompiler', 'cppcompileerror', 'llvm error', '.triton', 'compilationerror', 'c compiler',
       'python.h', "'which', 'c++'")),
+    # /dev/shm ran out (Docker gives a container 64 MB): DataLoader workers pass batches through
+    # it (`/torch_<pid>_...` files), NCCL puts its intra-node buffers there (`nccl-shm`). Both
+    # report the kernel's ENOSPC, "No space left on device", which is why this comes before DISK_FULL.
+    ("SHM_EXHAUSTED", "OOM", re.compile(
+        r"insufficient shared memory \(shm\)|Unexpected bus error encountered in worker|No space left on device[^\n]*/dev/shm"
+        r"|out of shared memory|killed by signal: Bus\b|exits with return code = -7\b|unable to (?:write to|mmap|open shared memory object)[^\n]*</?torch_"
+        r"|Error while creating shared memory segment|shm\.h:\d+ NCCL WARN Call to posix_fallocate failed"
+        r"|failed to extend /dev/shm/"
+        # SIGBUS (signal 7): a process touched shared memory that /dev/shm could not back.
+        r"|exitcode\s*:\s*-7\b|Signal 7 \(SIGBUS\)|Caught signal 7 \(Bus error|Bus error \(core dumped\)", _I),
+     ('shared memory', 'bus error', '/dev/shm', 'unable to write to file', 'unable to mmap', 'posix_fallocate',
+      'sigbus', 'exitcode', 'killed by signal: bus', 'return code = -7')),
     ("DISK_FULL", "DATA", re.compile(
-        r"No space left on device|\[Errno 28\]|Not enough disk space|Disk quota exceeded|\bENOSPC\b", _I),
-     ('no space left', 'errno 28', 'not enough disk space', 'disk quota', 'enospc')),
+        r"No space left on device|\[Errno 28\]|Not enough disk space|Disk quota exceeded|\bENOSPC\b"
+        # torch.save's zip writer when the disk or the quota fills during a checkpoint.
+        r"|PytorchStreamWriter failed writing file|unexpected pos \d+ vs \d+"
+        # torch's own writers when the device under the file fails mid-write (full, or quota).
+        r"|write\(\): fd \d+ failed with Input/output error|write error: wrote \d+ blocks instead of \d+", _I),
+     ('failed with input/output error', 'write error: wrote', 'no space left', 'errno 28', 'not enough disk space', 'disk quota', 'enospc', 'pytorchstreamwriter failed writing',
+      'unexpected pos')),
     ("PERMISSION_DENIED", "DATA", re.compile(
         r"PermissionError|\[Errno 13\] Permission denied|\bEACCES\b"),
      ('permissionerror', 'errno 13', 'eacces')),
@@ -131,8 +275,9 @@ SIGNATURES = [
         r"LocalEntryNotFoundError|OfflineModeIsEnabled|cannot reach Hugging Face"
         r"|host='[\w.-]*huggingface\.co'[^\n]*(?:Max retries|Failed to establish|timed out)"
         r"|We couldn't connect to 'https://huggingface\.co'|Temporary failure in name resolution|Network is unreachable"
-        r"|Name or service not known|Max retries exceeded with url"),
-     ('localentrynotfounderror', 'offlinemodeisenabled', 'cannot reach hugging face', "huggingface.co'",
+        r"|Name or service not known|Max retries exceeded with url"
+        r"|ConnectionError: Couldn.t reach https?://|CERTIFICATE_VERIFY_FAILED"),
+     ('couldn’t reach http', "couldn't reach http", 'certificate_verify_failed', 'localentrynotfounderror', 'offlinemodeisenabled', 'cannot reach hugging face', "huggingface.co'",
       'name resolution', 'network is unreachable', 'service not known', 'max retries exceeded')),
     # The template's evaluator: a prepared file differs from the sha256 manifest.json recorded.
     ("DATA_CHANGED", "DATA", re.compile(r"the prepared data changed: "), ('the prepared data changed',)),
@@ -140,8 +285,9 @@ SIGNATURES = [
         r"Parquet magic bytes not found|Parquet file size is 0 bytes|Couldn't deserialize thrift"
         r"|ArrowInvalid[^\n]*(?:corrupt|parquet|file)|file is corrupted|not a zip file|Unexpected end of file"
         r"|HeaderTooLarge|invalid load key|PytorchStreamReader failed|failed finding central directory"
-        r"|Error while deserializing header|EOFError: Ran out of input|Unable to load weights from pytorch checkpoint", _I),
-     ('magic bytes', 'file size is 0 bytes', 'thrift', 'arrowinvalid', 'corrupted', 'not a zip file',
+        r"|Error while deserializing header|EOFError: Ran out of input|Unable to load weights from pytorch checkpoint"
+        r"|image file is truncated", _I),
+     ('image file is truncated', 'magic bytes', 'file size is 0 bytes', 'thrift', 'arrowinvalid', 'corrupted', 'not a zip file',
       'unexpected end of file', 'headertoolarge', 'invalid load key', 'pytorchstreamreader', 'central directory',
       'deserializing header', 'ran out of input', 'unable to load weights')),
     ("DATA_SHARDS_MISSING", "DATA", re.compile(
@@ -150,6 +296,11 @@ SIGNATURES = [
         r"|the prepared split has no documents|Training dataset files not found", _I),
      ('filenotfounderror', 'no such file', 'files found', 'shards found', 'no prepared data',
       'prepared split has no documents', 'files not found')),
+    # argparse refused the command line (`prog: error: the following arguments are required: x`).
+    ("USAGE_ERROR", "CONFIG_INVALID", re.compile(
+        r"^[\w./-]+(?:\.py)?: error: (?:the following arguments are required|unrecognized arguments"
+        r"|argument [-\w/]+: (?:invalid|expected|ignored|not allowed)|one of the arguments)", _M),
+     (': error: ',)),
     ("BATCH_NOT_DIVISIBLE", "CONFIG_INVALID", re.compile(
         r"assert[^\n]*TOTAL_BATCH_SIZE\s*%|TOTAL_BATCH_SIZE[^\n]*(?:not divisible|must be divisible|not a multiple)"),
      ('total_batch_size',)),
@@ -167,9 +318,10 @@ SIGNATURES = [
     ("DEVICE_MISMATCH", "CONFIG_INVALID", re.compile(
         r"Expected all tensors to be on the same device|Input type \([^)]*\) and weight type \([^)]*\) should be the same"
         r"|expected (?:scalar type|mat1 and mat2 to have the same dtype)|found dtype \w+ but expected \w+"
-        r"|Input, output and indices must be on the current device", _I),
-     ('expected all tensors', 'should be the same', 'expected scalar type', 'same dtype', 'but expected',
-      'must be on the current device')),
+        r"|Input, output and indices must be on the current device|Placeholder storage has not been allocated on MPS device"
+        r"|Expected tensor for argument #\d+ '\w+' to have the same type as tensor for argument", _I),
+     ('to have the same type as tensor', 'expected all tensors', 'should be the same', 'expected scalar type', 'same dtype', 'but expected',
+      'must be on the current device', 'placeholder storage')),
     ("AUTOGRAD_ERROR", "CONFIG_INVALID", re.compile(
         r"modified by an inplace operation|Trying to backward through the graph a second time"
         r"|element 0 of tensors does not require grad and does not have a grad_fn"
@@ -181,31 +333,31 @@ SIGNATURES = [
     ("CHECKPOINT_MISMATCH", "CONFIG_INVALID", re.compile(
         r"Error\(s\) in loading state_dict|Missing key\(s\) in state_dict|Unexpected key\(s\) in state_dict"),
      ('in loading state_dict', 'in state_dict')),
-    ("SHM_EXHAUSTED", "OOM", re.compile(
-        r"insufficient shared memory \(shm\)|Unexpected bus error encountered in worker|No space left on device[^\n]*/dev/shm"
-        r"|out of shared memory|killed by signal: Bus error", _I),
-     ('shared memory', 'bus error', '/dev/shm')),
     # The kernel's OOM killer (or a cgroup limit) ended the process: SIGKILL, exit 137 (128+9).
     ("HOST_OOM_KILLED", "OOM", re.compile(
         r"exitcode\s*:\s*-9\b|Signal 9 \(SIGKILL\)|exit code 137\b|interrupted by signal 9|killed by signal: Killed"
-        r"|Memory cgroup out of memory|Out of memory: Kill(?:ed)? process|\boom-kill(?:er)?\b|^Killed\s*$"
-        r"|exit status 137\b|returned non-zero exit status -9", _I | _M),
-     ('exitcode', 'signal 9', '137', 'killed', 'out of memory: kill', 'oom-kill')),
+        r"|Memory cgroup out of memory|Out of memory: Kill(?:ed)? process|\boom-kill(?:er)?\b|^Killed\s*$|\]Killed\s*$"
+        r"|exit status 137\b|returned non-zero exit status -9|exits with return code = -9\b"
+        r"|killed due to memory pressure \(OOM\)|Task was killed due to the node running low on memory", _I | _M),
+     ('memory pressure', 'running low on memory', 'return code = -9', 'exitcode', 'signal 9', '137', 'killed', 'out of memory: kill', 'oom-kill')),
     ("NCCL_TIMEOUT", "DISTRIBUTED", re.compile(
         r"Watchdog caught collective"),
      ('watchdog caught',)),
     ("NCCL_ERROR", "DISTRIBUTED", re.compile(
         r"NCCL error\b|DistBackendError|ncclUnhandledCudaError|ncclSystemError|ncclInternalError"
         r"|Distributed package doesn't have NCCL built in|ncclInvalidUsage|NCCL communicator was aborted"
-        r"|ncclCommInitRank failed|NCCL Error \d"),
+        r"|ncclCommInitRank failed|NCCL Error \d|NCCL failure [^\n]*'unhandled system error'|NCCL WARN Call to ibv_create_qp failed"),
      ('nccl', 'distbackenderror')),
     ("DIST_INIT_FAILED", "DISTRIBUTED", re.compile(
         r"MPI support is disabled|Default process group has not been initialized|DistNetworkError"
+        r"|connect\(\) timed out\. Original timeout was \d+ ms|RuntimeError: Socket Timeout\b"
         r"|(?:errno: 98 - |os error 98|EADDRINUSE|\[Errno 98\] )Address already in use|Address already in use \(os error 98\)"
         r"|server socket has failed to (?:bind|listen)|RendezvousTimeoutError|RendezvousClosedError"
-        r"|The client socket has timed out after|Connection reset by peer[^\n]*(?:TCPStore|c10d)|\bc10d\b[^\n]*(?:failed|timed out)"),
+        r"|The client socket has timed out after|Connection reset by peer[^\n]*(?:TCPStore|c10d)|\bc10d\b[^\n]*(?:failed|timed out)"
+        r"|store->get\('\w+'\) got error: Socket Timeout|Timed out initializing process group in store based barrier"),
      ('mpi support is disabled', 'process group has not been initialized', 'distnetworkerror',
-      'client socket has timed out', 'c10d', 'address already in use', 'server socket has failed', 'rendezvous')),
+      'client socket has timed out', 'c10d', 'address already in use', 'server socket has failed', 'rendezvous',
+      'store based barrier', 'original timeout was', 'socket timeout')),
     # DDP found parameters that got no gradient (a layer unused in forward, or a branch skipped).
     ("DDP_UNUSED_PARAMETERS", "DISTRIBUTED", re.compile(
         r"Expected to have finished reduction in the prior iteration|parameters that were not used in producing loss"
@@ -225,6 +377,11 @@ SIGNATURES = [
     ("SEGFAULT", "UNKNOWN", re.compile(
         r"Segmentation fault|exitcode\s*:\s*-11\b|signal: Segmentation|SIGSEGV|exit code 139\b", _I),
      ('segmentation', 'exitcode', 'sigsegv', '139')),
+    # A DataLoader worker died without saying how: in containers nearly always /dev/shm, else the
+    # host's OOM killer. Ranked after SEGFAULT: a worker that segfaulted says so.
+    ("DATALOADER_WORKER_EXITED", "OOM", re.compile(
+        r"DataLoader worker \(pid\(?s?\)? [\d, ]+\) exited unexpectedly"),
+     ('exited unexpectedly',)),
     # A user's own report that the loss fell to about zero (the leak shows as a too-good loss).
     ("LOSS_NEAR_ZERO", "LOSS_TOO_GOOD", re.compile(
         r"\bloss\b[^\n]{0,12}?\b(?:goes|went|go|dropp?(?:ed|s)?|fell|falls?|becomes?|became|collapses?d?)\s+(?:down\s+)?"
@@ -274,20 +431,42 @@ def scan(text, lower=None, start=0, stop=None):
     Speed: a regex over a whole 10,000-line log costs tens of milliseconds in Python's re
     (case-insensitive alternations have no literal prefix to skip ahead with). Every
     signature is one line long and names fixed words, so we look for those words with
-    str.rfind (C speed) from the end, and run the regex only on the lines that hold them.
+    str.rfind (C speed) from the end, and run the regex only on the lines that hold them; a word
+    absent from the log's distinct lines (`_probe`) is not searched at all.
     """
     lower = lowered(text) if lower is None else lower
+    probe = _probe(lower)
     found, warned = [], []
     for code, family, regex, anchors in SIGNATURES:
         best = None
         require = REQUIRE.get(code)
         for anchor in anchors:
+            if _DIGITS_TO_ZERO_ANCHOR(anchor) not in probe:
+                continue   # absent from every line of the log: no need to search it
             match = _last_on_anchor_lines(text, lower, regex, anchor, require, start, stop)
             if match and (best is None or match.start() > best.start()):
                 best = match
         if best is not None:
             (warned if on_warning_line(text, best) else found).append((code, family, best))
     return found + warned
+
+
+_ZERO_DIGITS = str.maketrans("123456789", "000000000")
+
+
+def _DIGITS_TO_ZERO_ANCHOR(anchor):
+    return anchor.translate(_ZERO_DIGITS)
+
+
+@functools.lru_cache(maxsize=4)
+def _probe(lower):
+    """The log's distinct lines with every digit made 0, for a presence test of the anchors.
+
+    A 10,000-line log is mostly progress lines that differ only in their numbers: they collapse to
+    a few dozen, so testing 250 anchor words against this costs far less than searching the whole
+    log for each (str.rfind on 200 KB is 0.05-1 ms a word). Digits become 0 in the anchors too,
+    so an anchor absent here is absent from the log."""
+    return "\n".join(dict.fromkeys(lower.translate(_ZERO_DIGITS).split("\n")))
 
 
 def on_warning_line(text, match):

@@ -3,8 +3,15 @@
 The corpus (tests/diagnosis/corpus/, README there) keeps each log as posted, with its thread's
 URL, the family a careful reader assigns and the fix the thread found. Its held-out 30% was drawn
 with a fixed seed and committed before the rules were tuned; these tests hold the bar the issue
-set (>= 90% of families right, the fix valid where the thread found one) on both splits, and check
-that the same logs made messier (ANSI colours, CRLF and tqdm redraws, quote markers) read the same.
+set (>= 90% of families right, the fix valid where the thread found one) on the splits rules were
+written for, precision (right among the answers that name a family) >= 95% on every split but the
+acceptance batch, coverage >= 90% on the frozen held-out split, and check that the same logs made
+messier (ANSI colours, CRLF and tqdm redraws, quote markers) read the same.
+
+Issue 21's batches (batch7 ...) are development data after their first measurement: precision
+is held on each, family accuracy is not (many of their error classes still answer UNKNOWN).
+batch9 is the acceptance batch, re-measured as a batch no rule was written for: its score is
+reported by `python -m gpu_train_debug.corpus`, not asserted here; only its records are checked.
 """
 
 import json
@@ -25,8 +32,8 @@ TABLE = corpus.summarise(OUTCOMES)
 
 
 def test_corpus_is_real_varied_and_documented():
-    assert len(ROWS) >= 100
-    assert len({r["project"] for r in ROWS}) >= 12
+    assert len(ROWS) >= 800
+    assert len({r["project"] for r in ROWS}) >= 550
     readme = (DIR / "README.md").read_text(encoding="utf-8")
     for row in ROWS:
         assert re.match(r"https://github\.com/[\w.-]+/[\w.-]+/(issues|pull)/\d+$", row["url"]), row["id"]
@@ -41,10 +48,52 @@ def test_heldout_split_is_the_frozen_seeded_sample():
     ids = sorted(r["id"] for r in first)
     held = set(random.Random("i13-heldout-2026-12-01").sample(ids, 41))
     assert {r["id"] for r in first if r["split"] == "heldout"} == held
-    assert Counter(r["split"] for r in ROWS) == {"train": 95, "heldout": 41, "blind2": 22, "blind3": 21, "blind4": 14, "blind5": 12, "blind6": 3}
+    assert Counter(r["split"] for r in ROWS) == {"train": 95, "heldout": 41, "blind2": 22, "blind3": 21, "blind4": 14,
+                                                 "blind5": 12, "blind6": 3, "dev7": 48, "dev8": 22, "dev9": 20, "dev10": 13, "dev11": 11,
+                                                 "batch7": 64, "batch8": 64, "batch9": 67, "batch10": 64, "batch11": 63,
+                                                 "batch12": 59, "batch13": 61, "batch14": 62}
 
 
-@pytest.mark.parametrize("split", ["train", "heldout", "blind2", "blind3", "blind4", "blind5", "blind6"])
+SPLITS = ["train", "heldout", "blind2", "blind3", "blind4", "blind5", "blind6", "dev7", "dev8", "dev9", "dev10", "dev11"]
+BATCHES = ["batch7", "batch8", "batch10", "batch11", "batch12", "batch13", "batch14"]
+ACCEPTANCE = "batch9"
+
+
+def test_acceptance_batch_records_are_complete_and_scored():
+    # Its score is the lead's to measure; here only that it is in the corpus and gets scored.
+    rows = [r for r in ROWS if r["split"] == ACCEPTANCE]
+    assert len(rows) == 67 and len({r["project"] for r in rows}) >= 50
+    for row in rows:
+        assert {"id", "url", "project", "family", "codes", "thread_fix", "expect", "split"} <= set(row), row["id"]
+        assert row["family"] in FAMILIES and row["codes"], row["id"]
+    assert TABLE[ACCEPTANCE]["logs"] == 67
+    assert {"precision", "coverage", "family_accuracy"} <= set(TABLE[ACCEPTANCE])
+
+
+@pytest.mark.parametrize("split", SPLITS + BATCHES)
+def test_precision_first_a_named_family_is_right(split):
+    # A wrong family is worse than UNKNOWN: the agent acts on it.
+    row = TABLE[split]
+    wrong = [f"{o.case.id}: {o.family} != {o.case.family}" for o in OUTCOMES
+             if o.case.split == split and o.family != "UNKNOWN" and not o.family_ok]
+    assert row["precision"] >= 0.95, wrong
+
+
+def test_frozen_heldout_coverage():
+    assert TABLE["heldout"]["coverage"] >= 0.9
+
+
+def test_precision_counts_a_family_named_for_an_unknown_log_as_wrong():
+    unknown = corpus.Case("u", "UNKNOWN", "s", "")
+    known = corpus.Case("k", "OOM", "s", "")
+    outcomes = [corpus.Outcome(unknown, "OOM", [], {}, "", False), corpus.Outcome(known, "OOM", [], {}, "", True),
+                corpus.Outcome(known, "UNKNOWN", [], {}, "", False)]
+    row = corpus.summarise(outcomes)["s"]
+    assert (row["named"], row["named_right"], row["precision"]) == (2, 1, 0.5)
+    assert (row["known"], row["covered"], row["coverage"]) == (2, 1, 0.5)
+
+
+@pytest.mark.parametrize("split", SPLITS)
 def test_family_accuracy_and_fix_validity(split):
     row = TABLE[split]
     misses = [f"{o.case.id}: {o.family} != {o.case.family}" for o in OUTCOMES
@@ -82,5 +131,6 @@ def test_messier_copies_of_the_same_logs_read_the_same():
 def test_corpus_command_prints_both_splits(capsys):
     assert corpus.main(["--dir", str(DIR), "--json"]) == 0
     table = json.loads(capsys.readouterr().out)
-    assert set(table) == {"train", "heldout", "blind2", "blind3", "blind4", "blind5", "blind6"} and table["heldout"]["logs"] == 41
+    assert set(table) == set(SPLITS + BATCHES + [ACCEPTANCE]) and table["heldout"]["logs"] == 41
+    assert table["heldout"]["precision"] >= 0.95 and table["heldout"]["coverage"] >= 0.9
     assert corpus.main(["--dir", str(DIR / "missing")]) == 2

@@ -8,7 +8,7 @@ from gpu_train_debug import FAMILIES, generic, patterns
 ROOT = Path(__file__).resolve().parent.parent.parent
 EMITTED_BY_STATUS = ["OOM_TRAIN_ACTIVATIONS", "OOM_EVAL", "OOM_MODEL_STATES", "STALL_BEFORE_FIRST_STEP",
                      "HANG_DURING_TRAINING", "SLOW_EVAL", "IMPLAUSIBLE_GAIN", "UNKNOWN", "STALL", "CODE_ERROR",
-                     "DATASET_UNKNOWN", "FILE_MISSING", "PACKAGE_VERSION"]
+                     "DATASET_UNKNOWN", "FILE_MISSING", "PACKAGE_VERSION", "DATASET_ITEM_MISSING"]
 
 
 def test_every_code_is_documented_with_a_known_family():
