@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 # e.g. make demo DEMO_ARGS="--force" to replace an earlier ./autoresearch-demo
 DEMO_ARGS ?=
 
-.PHONY: setup demo test tools clean
+.PHONY: setup demo test check tools clean
 
 setup: $(VENV)/.ready
 
@@ -23,6 +23,11 @@ demo: setup
 
 test: setup
 	$(PY) -m pytest
+
+# The fast inner loop before a commit: every room's unit and contract tests, no browser, Claude
+# CLI, Ray or training (tests/conftest.py NEEDS lists what is left out).
+check: setup
+	$(PY) -m pytest -q -m "not slow"
 
 # Headless Chromium and the pinned Claude Code CLI, for the browser and plugin tests.
 tools:

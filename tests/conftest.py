@@ -50,3 +50,38 @@ def run_cli(args, cwd, env=None, timeout=120, input=None):
         [sys.executable, "-m", "autoresearch", *args],
         cwd=cwd, env=engine_env(env), capture_output=True, text=True, timeout=timeout, input=input,
     )
+
+
+# `make check`, the inner loop before a commit, runs what needs none of these (every room's unit
+# and contract tests); `make test` and CI run everything. A file listed here is marked `slow`.
+NEEDS = {
+    "a browser": ["report/test_huge_values.py", "report/test_one_story.py", "report/test_report_chart.py",
+                  "report/test_report_page.py", "report/test_report_reads_right.py",
+                  "report/test_report_sections.py", "report/test_serve.py", "report/test_serve_paging.py",
+                  "report/test_untrusted_run_files.py", "engine/test_engine_holdout.py"],
+    "the Claude CLI": ["plugin/test_plugin_e2e.py", "plugin/test_plugin_night.py", "plugin/test_plugin_manifest.py",
+                       "plugin/test_agent_sandbox.py", "plugin/test_night_checks.py"],
+    "Ray": ["pool/test_pool_wave.py", "pool/test_pool_cluster.py"],
+    "training or uv": ["demo/", "template/test_data.py", "template/test_integrity.py", "template/test_smoke_run.py",
+                       "template/test_holdout_night.py", "template/test_holdout_sealed.py",
+                       "template/test_prepared_data_sealed.py", "template/test_uv_route.py",
+                       "template/test_torch_route.py", "template/test_fa3_loader.py", "template/test_evaluator.py",
+                       "template/test_compile_cache.py", "template/test_gpu_baseline.py",
+                       "template/test_next_steps.py", "template/test_prepare_without_packages.py",
+                       "diagnosis/test_diagnosis_hostile_runs.py", "engine/test_engine_compile_cache.py",
+                       "engine/test_engine_chaos.py"],
+}
+_SLOW = tuple(path for paths in NEEDS.values() for path in paths)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: needs a browser, the Claude CLI, Ray or real training "
+                                       "(left out of `make check`)")
+
+
+def pytest_collection_modifyitems(config, items):
+    tests = Path(__file__).resolve().parent
+    for item in items:
+        rel = Path(str(item.fspath)).resolve().relative_to(tests).as_posix()
+        if rel.startswith(_SLOW):
+            item.add_marker(pytest.mark.slow)

@@ -175,3 +175,11 @@ def test_the_checker_sees_a_wrong_import_and_a_cycle(tmp_path, monkeypatch):
     monkeypatch.setitem(MODULES, "store.back", back)
     with pytest.raises(AssertionError, match="store.back -> store.probe -> store.back|store.probe -> store.back -> store.probe"):
         test_no_import_cycle_lazy_imports_included()
+
+
+def test_what_make_check_leaves_out_names_files_that_exist():
+    """A renamed slow test must not fall into `make check` unnoticed (tests/conftest.py NEEDS)."""
+    from conftest import NEEDS
+    tests = Path(__file__).resolve().parents[1]
+    missing = [p for paths in NEEDS.values() for p in paths if not (tests / p).exists()]
+    assert not missing, missing
