@@ -3,7 +3,8 @@
 #   - Debian's chromium (headless) for the report tests,
 #   - the Claude Code CLI, pinned, into .tools/ for the plugin tests,
 #   - uv, pinned, into .tools/uv/ for the ML template's uv route (uv sync + uv run),
-#   - tmux, which `autoresearch night` starts itself in (tests/plugin/test_plugin_night.py).
+#   - tmux, which `autoresearch night` starts itself in (tests/plugin/test_plugin_night.py),
+#   - bubblewrap, the namespaces the benchmark runs in (tests/integrity/test_benchmark_boundary.py).
 # Tests that need them skip when they are missing, unless AUTORESEARCH_REQUIRE_ALL=1 (CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,6 +27,15 @@ if ! command -v tmux >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null
   else
     echo "install-test-tools: tmux is missing; install it with your package manager (Debian: apt-get install tmux)" >&2
+  fi
+fi
+
+if ! command -v bwrap >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null
+  else
+    echo "install-test-tools: bubblewrap is missing; install it with your package manager (Debian: apt-get install bubblewrap)" >&2
   fi
 fi
 
