@@ -16,7 +16,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
-from autoresearch.diagnosis import read_log  # noqa: E402
+from autoresearch.pipeline.diagnosis import read_log  # noqa: E402
 from gpu_train_debug import diagnose  # noqa: E402
 
 CONFIG = {"DEPTH": 8, "ASPECT_RATIO": 64, "HEAD_DIM": 128, "TOTAL_BATCH_SIZE": 2 ** 19, "DEVICE_BATCH_SIZE": 128,

@@ -29,7 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from autoresearch import earlyabort, log  # noqa: E402
+from autoresearch.pipeline import earlyabort  # noqa: E402
+from autoresearch.store import log
 
 DEFAULT_CORPUS = ROOT / "tests" / "fixtures" / "early_abort"
 GPU_BUDGET_S = 300.0

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
 sys.path.insert(0, str(SRC))
 
-from autoresearch import log  # noqa: E402
+from autoresearch.store import log  # noqa: E402
 
 
 def main():

@@ -18,7 +18,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
-from autoresearch import export, log  # noqa: E402
+from autoresearch.store import log  # noqa: E402
+from autoresearch.views import export
 
 
 def make_log(path, runs, seed=0):

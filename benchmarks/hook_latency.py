@@ -55,7 +55,7 @@ def make_repo(path, runs):
 def append_runs(repo, count, start):
     """`count` run records after run `start`, shaped like the engine's (commit, metrics, reason...)."""
     import random
-    from autoresearch import log
+    from autoresearch.store import log
     rng = random.Random(0)
     best, lines = 2.0, []
     for n in range(start + 1, start + count + 1):
@@ -77,7 +77,7 @@ def _append_chained(path, lines):
     """Append encoded records as log.append does, each linked to the line before it (the log's
     hash chain), in one write: a night's worth of records in seconds, not one fsync each."""
     import json as _json
-    from autoresearch import chain
+    from autoresearch.store import chain
     folder = chain.state_dir(path)
     first = _json.loads(lines[0])
     first, folder = chain.link(path, first)

@@ -38,7 +38,7 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests" / "report"), str(ROOT / "b
 
 import report_fixture  # noqa: E402
 
-from autoresearch import log as arlog  # noqa: E402
+from autoresearch.store import log as arlog  # noqa: E402
 
 
 def median_time(fn, repeat):

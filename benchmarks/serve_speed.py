@@ -36,8 +36,8 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests" / "report"), str(ROOT / "b
 import hook_latency  # noqa: E402
 import report_fixture  # noqa: E402
 
-from autoresearch import log as arlog  # noqa: E402
-from autoresearch import report  # noqa: E402
+from autoresearch.store import log as arlog  # noqa: E402
+from autoresearch.views import report  # noqa: E402
 
 
 def fetch(port, path):

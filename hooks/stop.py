@@ -110,7 +110,7 @@ def register_transcript(repo, session_id, data):
     """Tell the ledger where the owner's transcript is (it sums the usage recorded there)."""
     transcript = hooklib.text_field(data, "transcript_path")
     try:
-        from autoresearch import ledger, research  # noqa: PLC0415 - on sys.path after hooklib.engine
+        from autoresearch.store import ledger, research  # noqa: PLC0415 - on sys.path after hooklib.engine
         ledger.register(research.Repo(repo), session_id, transcript)
     except (ImportError, OSError) as exc:
         hooklib.note(f"could not register the transcript for the ledger ({exc!r})")

@@ -40,7 +40,7 @@ def collect(root, run_outputs=()):
     out["stop hook"] = _hook("stop", dict(base, hook_event_name="Stop", stop_hook_active=False,
                                          last_assistant_message="Done."))
     sys.path.insert(0, str(ROOT / "src"))
-    from autoresearch import serve
+    from autoresearch.views import serve
     state = serve.LiveState(root, "autoresearch.jsonl", 0.15)
     out["serve model"] = state.model_bytes()[0].decode("utf-8", "replace")
     out["serve runs"] = json.dumps(state.runs_payload(0, 10_000), default=str)

@@ -6,3 +6,10 @@ Standard library only: it must start in milliseconds with any python3 >= 3.10.
 """
 
 __version__ = "0.1.0"
+
+import os as _os
+
+# Where the package is, for the places that start the engine again in another process (night's
+# tmux window, the pool runner and its workers, the demo) and for its static files.
+PACKAGE_DIR = _os.path.dirname(_os.path.abspath(__file__))
+SRC_DIR = _os.path.dirname(PACKAGE_DIR)

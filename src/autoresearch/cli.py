@@ -18,55 +18,57 @@ import os
 import sys
 
 from autoresearch import __version__, output
-from autoresearch.errors import Failed, Refused, UsageError  # noqa: F401 (cli.Refused is how commands refuse)
-
-EXIT_OK = 0
-EXIT_USAGE = 2
-EXIT_REFUSED = 3
+# Re-exported for callers of the command line (the hooks, tests): the rooms import them from errors.
+from autoresearch.errors import (EXIT_OK, EXIT_REFUSED, EXIT_USAGE, Failed, Refused, UsageError,  # noqa: F401
+                                 positive_int)
 
 # Order is the order shown in --help.
 COMMAND_MODULES = [
-    "autoresearch.initialize",
-    "autoresearch.experiment",
-    "autoresearch.summary",
-    "autoresearch.export",
-    "autoresearch.session",
-    "autoresearch.night",
-    "autoresearch.diagnosis",
-    "autoresearch.report",
-    "autoresearch.verify",
-    "autoresearch.serve",
-    "autoresearch.demo",
-    "autoresearch.pool",
+    "autoresearch.setup.initialize",
+    "autoresearch.pipeline.experiment",
+    "autoresearch.views.status",
+    "autoresearch.views.export",
+    "autoresearch.night.session",
+    "autoresearch.night.night",
+    "autoresearch.views.rundiagnosis",
+    "autoresearch.views.report",
+    "autoresearch.views.verify",
+    "autoresearch.views.serve",
+    "autoresearch.setup.demo",
+    "autoresearch.pool.pool",
 ]
 
 # Which module defines each command, so `autoresearch status` (and every hook call) imports
 # only its own module: importing all of them costs ~20 ms (serve pulls in http.server, diagnose
 # the diagnoser). A command missing here still works: the full list is loaded instead.
 COMMANDS = {
-    "init": "autoresearch.initialize",
-    "run": "autoresearch.experiment",
-    "status": "autoresearch.summary", "brief": "autoresearch.summary", "export": "autoresearch.export",
-    "stop": "autoresearch.session", "resume": "autoresearch.session",
-    "night": "autoresearch.night",
-    "diagnose": "autoresearch.diagnosis",
-    "report": "autoresearch.report",
-    "verify": "autoresearch.verify",
-    "serve": "autoresearch.serve",
-    "demo": "autoresearch.demo",
-    "pool": "autoresearch.pool", "submit": "autoresearch.pool", "wait": "autoresearch.pool",
+    "init": "autoresearch.setup.initialize",
+    "run": "autoresearch.pipeline.experiment",
+    "status": "autoresearch.views.status", "brief": "autoresearch.views.status", "export": "autoresearch.views.export",
+    "stop": "autoresearch.night.session", "resume": "autoresearch.night.session",
+    "night": "autoresearch.night.night",
+    "diagnose": "autoresearch.views.rundiagnosis",
+    "report": "autoresearch.views.report",
+    "verify": "autoresearch.views.verify",
+    "serve": "autoresearch.views.serve",
+    "demo": "autoresearch.setup.demo",
+    "pool": "autoresearch.pool.pool", "submit": "autoresearch.pool.pool", "wait": "autoresearch.pool.pool",
 }
 
 
-def positive_int(text):
-    """argparse type for counts (--repeat, --max-iterations, --noise-runs): a whole number >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
-    return value
+# Optional parts plug in here, at the command edge: the pipeline, the summary and the log never
+# import the pool or the night. A `run` while a pool serves the repo is a wave of one: the pool's
+# `route(args)` runs it and returns the exit code, or returns None and the pipeline runs it here.
+ROUTES = {"run": "autoresearch.pool.pool"}
+
+
+def _dispatch(args):
+    route = ROUTES.get(args.command)
+    if route:
+        code = importlib.import_module(route).route(args)
+        if code is not None:
+            return code
+    return args.func(args)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -114,7 +116,7 @@ def _main(argv, as_json):
         if not getattr(args, "func", None):
             parser.print_help(sys.stderr)
             return _fail(as_json, EXIT_USAGE, "usage", "no command given (see `autoresearch --help`)")
-        return args.func(args)
+        return _dispatch(args)
     except Refused as exc:
         print(f"autoresearch: refused: {exc}", file=sys.stderr)
         return _fail(as_json, EXIT_REFUSED, "refused", str(exc))

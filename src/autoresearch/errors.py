@@ -11,8 +11,13 @@ and ends the invocation after it. A second signal (Claude Code stopping its Bash
 night's Ctrl-C) changes nothing: an engine that is already stopping is not cut off mid-record.
 """
 
+import argparse
 import signal
 from contextlib import contextmanager
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_REFUSED = 3
 
 
 class Refused(Exception):
@@ -25,6 +30,17 @@ class UsageError(Exception):
 
 class Failed(Exception):
     """Raised when a command could not finish (e.g. git failed): exit 1, with the reason."""
+
+
+def positive_int(text):
+    """argparse type for counts (--repeat, --max-iterations, --noise-runs): a whole number >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
+    return value
 
 
 class Interrupted(KeyboardInterrupt):

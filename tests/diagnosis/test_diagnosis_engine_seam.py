@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conftest import run_cli
 
-from autoresearch import diagnosis
+from autoresearch.pipeline import diagnosis
 from gpu_train_debug import FAMILIES, diagnose
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gpu_train_debug import diagnose
-from autoresearch.diagnosis import read_log
+from autoresearch.pipeline.diagnosis import read_log
 
 LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
 CASES = json.loads((LOGS / "cases.json").read_text(encoding="utf-8"))

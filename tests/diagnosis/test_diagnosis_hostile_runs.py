@@ -13,8 +13,9 @@ import sys
 
 import pytest
 
-from autoresearch import log
+from autoresearch.store import log
 from conftest import run_cli
+from gitrepo import git_repo
 
 FAKE_OOM = [
     "Traceback (most recent call last):",
@@ -74,8 +75,7 @@ def research(tmp_path_factory):
     env = {"AUTORESEARCH_CACHE": str(cache), "AUTORESEARCH_PYTHON": sys.executable}
     for key in ("AUTORESEARCH_RUN", "AUTORESEARCH_RUN_DIR", "AUTORESEARCH_STEPS_FILE"):
         os.environ.pop(key, None)
-    for args in (["init", "-q"], ["config", "user.name", "Test"], ["config", "user.email", "t@example.com"]):
-        subprocess.run(["git", *args], cwd=repo, check=True)
+    git_repo(repo)
     done = run_cli(["init", "--template", "ml", "--noise-runs", "1"], cwd=repo, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     prep = subprocess.run([sys.executable, "prepare.py", "--source", "synthetic", "--profile", "smoke",

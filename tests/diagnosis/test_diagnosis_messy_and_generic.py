@@ -8,7 +8,7 @@ import json
 import subprocess
 import sys
 
-from autoresearch import diagnosis as seam
+from autoresearch.pipeline import diagnosis as seam
 from gpu_train_debug import corpus, diagnose, logtext
 
 TEMPLATE = corpus.template_config()

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from gitrepo import git_repo
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -111,16 +112,7 @@ def engine_env():
 
 def make_repo(root, init_args=("--metric", "loss", "--command", "bash bench.sh", "--scope", "value.txt",
                                "--fixed", "bench.sh"), value="1.0"):
-    root = Path(root)
-    root.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-    subprocess.run(["git", "config", "user.name", "Test"], cwd=root, check=True)
-    subprocess.run(["git", "config", "user.email", "test@example.com"], cwd=root, check=True)
-    (root / "bench.sh").write_text(BENCH)
-    (root / "value.txt").write_text(f"{value}\n")
-    (root / "README.txt").write_text("outside the scope\n")
-    subprocess.run(["git", "add", "."], cwd=root, check=True)
-    subprocess.run(["git", "commit", "-q", "-m", "start"], cwd=root, check=True)
+    root = git_repo(root, {"bench.sh": BENCH, "value.txt": f"{value}\n", "README.txt": "outside the scope\n"})
     repo = Research(root)
     if init_args is not None:
         repo.ok("init", *init_args)

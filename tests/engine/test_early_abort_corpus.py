@@ -42,7 +42,7 @@ def test_the_corpus_is_recorded_nights_with_their_steps_files():
 
 def test_the_figures_in_the_reference_are_the_replays():
     replay = _replay_module()
-    from autoresearch import earlyabort
+    from autoresearch.pipeline import earlyabort
     result = replay.replay(CORPUS, earlyabort.Rule())
     doc = (ROOT / "references" / "early-abort.md").read_text()
     line = re.search(r"^Default rule: (.*)$", doc, re.M).group(1)
@@ -51,7 +51,7 @@ def test_the_figures_in_the_reference_are_the_replays():
 
 def test_early_abort_is_off_by_default_unless_it_never_stops_a_keep(tmp_path):
     replay = _replay_module()
-    from autoresearch import earlyabort
+    from autoresearch.pipeline import earlyabort
     stopped_keeps = replay.replay(CORPUS, earlyabort.Rule())["stopped_keeps"]
     repo = make_repo(tmp_path / "r")
     header = repo.records()[0]

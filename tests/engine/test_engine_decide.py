@@ -3,8 +3,8 @@
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from autoresearch import decide
-from autoresearch.log import Run
+from autoresearch.decision import decide
+from autoresearch.store.log import Run
 
 values = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False)
 

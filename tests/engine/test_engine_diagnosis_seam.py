@@ -2,7 +2,7 @@
 and never able to lose a run, whatever the diagnoser does.
 
 The stand-in diagnosers are installed with a `sitecustomize` module on PYTHONPATH, so the real
-CLI process imports them as `autoresearch.diagnosis`.
+CLI process imports them as `autoresearch.pipeline.diagnosis`.
 """
 
 import json
@@ -14,11 +14,11 @@ from helpers_engine import SRC, repo  # noqa: F401 (fixtures)
 FAKE = """
 import sys, types
 import autoresearch
-fake = types.ModuleType("autoresearch.diagnosis")
+fake = types.ModuleType("autoresearch.pipeline.diagnosis")
 fake.add_parsers = lambda sub: None  # the real one adds `diagnose`
 {body}
-sys.modules["autoresearch.diagnosis"] = fake
-autoresearch.diagnosis = fake
+sys.modules["autoresearch.pipeline.diagnosis"] = fake
+autoresearch.pipeline.diagnosis = fake
 """
 
 WORKS = """

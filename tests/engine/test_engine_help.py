@@ -64,6 +64,6 @@ def test_a_command_loads_only_its_own_module():
             "print(sorted(m for m in sys.modules if m.startswith(('autoresearch.', 'http.server', 'gpu_train'))))")
     out = subprocess.run([sys.executable, "-c", code], env=engine_env(), capture_output=True, text=True,
                          check=True).stdout
-    assert "autoresearch.summary" in out
-    for heavy in ("http.server", "autoresearch.serve", "autoresearch.report", "gpu_train_debug"):
+    assert "autoresearch.views.status" in out
+    for heavy in ("http.server", "autoresearch.views.serve", "autoresearch.views.report", "gpu_train_debug"):
         assert heavy not in out, out

@@ -2,10 +2,10 @@
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 from helpers_engine import Research, make_repo, repo, run_cli  # noqa: F401 (fixtures)
+from gitrepo import git_repo
 
 
 def test_header_session_and_ignores(tmp_path):
@@ -73,7 +73,7 @@ def test_template_ml(tmp_path):
     (home / "autoresearch.sh").write_text("echo METRIC val_bpb=1.0\n")
     work = tmp_path / "ml"
     work.mkdir()
-    subprocess.run(["git", "init", "-q"], cwd=work, check=True)
+    git_repo(work)
     env = {"AUTORESEARCH_HOME": str(home), "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
     proc = run_cli(["init", "--template", "ml", "--json"], cwd=work, env=env)
@@ -120,7 +120,7 @@ def test_defaults_follow_the_train_py_convention(tmp_path):
 
 def test_project_home_holds_the_template():
     """Without AUTORESEARCH_HOME, the template is looked up next to the package (the checkout)."""
-    from autoresearch import research
+    from autoresearch.store import research
     assert research.project_home() == Path(__file__).resolve().parents[2]
 
 

@@ -6,7 +6,8 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from autoresearch import log, metrics
+from autoresearch import metrics
+from autoresearch.store import log
 
 names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_.]{0,20}", fullmatch=True)
 finite = st.floats(allow_nan=False, allow_infinity=False)

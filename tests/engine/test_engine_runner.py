@@ -4,7 +4,7 @@ import io
 import os
 import time
 
-from autoresearch import runner
+from autoresearch.isolation import runner
 from helpers_engine import process_gone
 
 

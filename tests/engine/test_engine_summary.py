@@ -9,8 +9,9 @@ code's measurements and, while the incumbent is that code, the change is exactly
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from autoresearch import summary
-from autoresearch.log import Config, Run
+from autoresearch.decision import summary
+from autoresearch.views import status as status_view
+from autoresearch.store.log import Config, Run
 
 
 def night(*rows, direction="lower"):
@@ -73,7 +74,7 @@ def test_status_text_warns_while_noise_is_not_measured():
               "noise": None, "threshold": 0.0, "confidence": None, "last_runs": [],
               "consecutive_non_keeps": 0, "longest_non_keeps": 0, "iterations_left": None,
               "max_iterations": None, "active": True, "owner_session": None, "running": None}
-    text = summary.status_text(status)
+    text = status_view.status_text(status)
     assert "best: run 1 (c1) 1 (no improvement yet): b" in text
     warning = [line for line in text.splitlines() if line.startswith("warning:")]
     assert warning == ["warning: noise not measured, so any gain will keep; measure it with "

@@ -10,7 +10,7 @@ import json
 from hypothesis import given, settings, strategies as st
 from helpers_engine import repo, make  # noqa: F401 (fixtures)
 
-from autoresearch import log
+from autoresearch.store import log
 
 # A segment as pi-autoresearch writes it, plus fields only other tools know about.
 PI_LINES = [

@@ -202,13 +202,13 @@ def test_export_refuses_a_folder_and_a_missing_folder_and_leaves_nothing(night):
 def test_a_tampered_run_and_an_unknown_status_are_crashes_for_both_clients():
     """The engine's `tampered` (a harness changed under the run) and any status a later version
     adds: never `keep` for pi's reader, never a value in the notebook."""
-    from autoresearch import export
+    from autoresearch.views import export
     config = {"type": "config", "name": "x", "metricName": "val_bpb", "bestDirection": "lower"}
     runs = [{"run": 1, "status": "keep", "metric": 1.0, "commit": "a" * 40, "scope_hash": "a"},
             {"run": 2, "status": "tampered", "metric": 0.2, "commit": "b" * 40, "scope_hash": "b",
              "reason": "prepare.py changed during the run"},
             {"run": 3, "status": "something_new", "metric": 0.3, "commit": "c" * 40, "scope_hash": "c"}]
-    from autoresearch import log
+    from autoresearch.store import log
     config, runs = log.Config.from_json(config), [log.Run.from_json(r) for r in runs]
     text = export.pi_log(config, runs)
     page, session = pi_page(text), pi_session(text)
@@ -225,7 +225,7 @@ def test_pi_confidence_matches_a_direct_computation_on_a_long_night():
     """The incremental MAD (selection in two sorted runs) equals the median of the deviations."""
     import random
     from statistics import median
-    from autoresearch import export
+    from autoresearch.views import export
     rng = random.Random(7)
     runs, best = [], 1.0
     for n in range(1, 400):
@@ -234,7 +234,7 @@ def test_pi_confidence_matches_a_direct_computation_on_a_long_night():
         best = value if status == "keep" else best
         runs.append({"run": n, "status": status, "metric": None if status == "crash" else value,
                      "scope_hash": f"h{n}"})
-    from autoresearch import log
+    from autoresearch.store import log
     got = export.pi_confidences([log.Run.from_json(r) for r in runs])
     for i in (10, 57, 200, 398):
         values = [r["metric"] for r in runs[:i + 1] if r["metric"] is not None]
@@ -247,7 +247,8 @@ def test_pi_confidence_matches_a_direct_computation_on_a_long_night():
 def test_pi_export_warns_when_pi_will_read_another_baseline():
     """pi's baseline is the first run line: a crash before the baseline makes it 0 there (its page
     then shows no improvement), and a segment without a keep has none; the export says both."""
-    from autoresearch import export, log
+    from autoresearch.store import log
+    from autoresearch.views import export
     config = log.Config.from_json({"type": "config", "name": "x", "metricName": "loss", "bestDirection": "lower"})
     runs = [log.Run.from_json(r) for r in (
         {"run": 1, "status": "crash", "metric": None, "commit": "a" * 40, "scope_hash": "a"},

@@ -8,11 +8,12 @@ import json
 import os
 import random
 import shutil
-import subprocess
 
 import pytest
 
-from autoresearch import log, logcache, research, summary
+from autoresearch.decision import logcache, summary
+from autoresearch.store import log, research
+from gitrepo import git_repo
 
 
 def config(**kw):
@@ -26,7 +27,7 @@ def run(n, status, metric, **kw):
 
 @pytest.fixture
 def repo(tmp_path):
-    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    git_repo(tmp_path)
     r = research.Repo(tmp_path)
     rng = random.Random(7)
     lines = [json.dumps(config())]

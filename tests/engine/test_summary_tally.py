@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from autoresearch import decide, log, summary
+from autoresearch.decision import decide, summary
+from autoresearch.store import log
 
 
 def reference(config, runs):
@@ -18,7 +19,7 @@ def reference(config, runs):
     base = decide.baseline(runs)
     best = decide.incumbent(runs, index)
     stats = decide.noise(runs, rules, index)
-    current, longest = summary._streaks(runs, remeasured)
+    current, longest = summary.streaks(runs, remeasured)
     return {"remeasured": remeasured, "baseline": base and base.run, "best": best and best.run,
             "baseline_value": decide.value_of(runs, base, index) if base else None,
             "best_value": decide.value_of(runs, best, index) if best else None, "noise": stats,

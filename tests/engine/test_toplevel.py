@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from autoresearch import gitops
+from autoresearch.store import gitops
 
 
 def git_says(path):

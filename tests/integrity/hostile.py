@@ -5,14 +5,14 @@ works shows up as a metric below 1.0; one the engine stops leaves 1.0 (a tie: di
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
 from helpers_engine import Research, engine_env  # noqa: E402
 
-from autoresearch import chain, log  # noqa: E402
+from autoresearch.store import chain, log  # noqa: E402
+from gitrepo import git_repo
 
 BENCH = "bash train.sh || exit 1\nbash eval.sh\n"
 EVAL = 'echo "METRIC loss=1.0"\n'
@@ -21,15 +21,8 @@ LIVE = 'L="$AUTORESEARCH_RUN_DIR/../../.."\n'
 
 def make(root, sandbox=True, init=("--metric", "loss", "--command", "bash bench.sh", "--scope", "train.sh",
                                     "--fixed", "bench.sh", "eval.sh")):
-    root = Path(root)
-    root.mkdir(parents=True)
-    for args in (["init", "-q"], ["config", "user.name", "T"], ["config", "user.email", "t@example.com"]):
-        subprocess.run(["git", *args], cwd=root, check=True)
-    (root / "bench.sh").write_text(BENCH)
-    (root / "eval.sh").write_text(EVAL)
-    (root / "train.sh").write_text("echo baseline\n")
-    subprocess.run(["git", "add", "."], cwd=root, check=True)
-    subprocess.run(["git", "commit", "-q", "-m", "start"], cwd=root, check=True)
+    Path(root).mkdir(parents=True)
+    root = git_repo(root, {"bench.sh": BENCH, "eval.sh": EVAL, "train.sh": "echo baseline\n"})
     repo = Hostile(root, sandbox)
     repo.ok("init", *init)
     return repo

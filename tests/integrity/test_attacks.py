@@ -15,7 +15,8 @@ import time
 import pytest
 from hostile import LIVE, forged_keep, make, procs_with
 
-from autoresearch import chain, sandbox
+from autoresearch.isolation import sandbox
+from autoresearch.store import chain
 
 MODES = [pytest.param(True, id="sandbox"), pytest.param(False, id="detection")]
 

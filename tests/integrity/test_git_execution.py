@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from hostile import make
 
-from autoresearch import sandbox
+from autoresearch.isolation import sandbox
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 MODES = [pytest.param(True, id="sandbox"), pytest.param(False, id="detection")]
@@ -36,7 +36,7 @@ with open(marker, "a") as f:
     f.write(" ".join(sys.argv[1:]) + "\\n")
 if not os.path.exists(marker + ".forged"):
     open(marker + ".forged", "w").close()
-    from autoresearch import log
+    from autoresearch.store import log
     log.append({log!r}, log.Run.from_json({{"run": 99, "commit": "abcdef0", "metric": 0.001,
                "metrics": {{"loss": 0.001}}, "status": "keep", "description": "forged",
                "timestamp": 1, "segment": 0}}))
@@ -188,7 +188,7 @@ def test_benchmark_writes_the_users_global_git_config(tmp_path, on):
 
 def test_the_engine_git_runs_with_execution_overridden(tmp_path):
     """The arguments every engine git call carries (gitops.NEUTRAL), read back from git itself."""
-    from autoresearch import gitops
+    from autoresearch.store import gitops
     repo = make(tmp_path / "r", sandbox=False)
     repo.git("config", "core.hooksPath", "elsewhere")
     repo.git("config", "core.fsmonitor", "/bin/false")

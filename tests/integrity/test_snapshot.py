@@ -5,7 +5,8 @@ import subprocess
 
 import pytest
 
-from autoresearch import snapshot
+from autoresearch.isolation import snapshot
+from gitrepo import git_repo
 
 
 def git(repo, *args):
@@ -15,10 +16,7 @@ def git(repo, *args):
 @pytest.fixture
 def repo(tmp_path):
     root = tmp_path / "repo"
-    root.mkdir()
-    git(root, "init", "-q")
-    git(root, "config", "user.name", "t")
-    git(root, "config", "user.email", "t@localhost")
+    git_repo(root)
     (root / "train.py").write_text("LR = 0.1\n")
     (root / "bench.sh").write_text("#!/bin/sh\necho METRIC x=1\n")
     os.chmod(root / "bench.sh", 0o755)

@@ -18,6 +18,7 @@ import pytest
 
 from conftest import ROOT, require_tool
 from mock_messages_api import MessagesAPI, has_tool_result, is_agent_request, text_of
+from gitrepo import git_repo
 
 CLAUDE = os.environ.get("CLAUDE_BIN", str(ROOT / ".tools" / "node_modules" / ".bin" / "claude"))
 BUDGET = 3  # --max-iterations: the baseline and two experiments
@@ -139,9 +140,7 @@ def research_repo(tmp_path):
     repo.mkdir()
     (repo / "train.py").write_text(TRAIN_PY)
     (repo / "prepare.py").write_text(PREPARE_PY)
-    for args in (["init", "-q"], ["config", "user.email", "test@example.com"], ["config", "user.name", "test"],
-                 ["add", "."], ["commit", "-qm", "a tiny research repo"]):
-        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+    git_repo(repo, {}, message="a tiny research repo")
     return repo
 
 

@@ -14,6 +14,7 @@ import time
 import pytest
 
 from conftest import ROOT, run_cli
+from gitrepo import git_repo
 
 HOOKS = ROOT / "hooks"
 OWNER = "6f1d3c1e-0000-4000-8000-000000000001"
@@ -62,7 +63,7 @@ def make_repo(path, max_iterations=5, runs=1, owner=OWNER):
     (path / "prepare.py").write_text("EVAL = 'fixed'\n")
     (path / "sub").mkdir()
     (path / "sub" / "notes.txt").write_text("notes\n")
-    subprocess.run(["git", "init", "-q"], cwd=path, check=True)
+    git_repo(path)
     args = ["init", "--metric", "loss", "--direction", "lower", "--command", "python3 train.py",
             "--scope", "train.py", "--fixed", "prepare.py"]
     if max_iterations:

@@ -21,6 +21,7 @@ import pytest
 
 from conftest import ROOT, SRC, require_tool
 from mock_messages_api import APIError, MessagesAPI, blocks_of, is_agent_request, text_of
+from gitrepo import git_repo
 
 CLAUDE = os.environ.get("CLAUDE_BIN", str(ROOT / ".tools" / "node_modules" / ".bin" / "claude"))
 HINT = "run `make tools` (scripts/install-test-tools.sh) or set CLAUDE_BIN"
@@ -166,9 +167,7 @@ def research_repo(tmp_path):
     repo.mkdir()
     (repo / "train.py").write_text(TRAIN_PY)
     (repo / "prepare.py").write_text(PREPARE_PY)
-    for args in (["init", "-q"], ["config", "user.email", "t@example.com"], ["config", "user.name", "t"],
-                 ["add", "."], ["commit", "-qm", "a tiny research repo"]):
-        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+    git_repo(repo, {}, message="a tiny research repo")
     return repo
 
 

@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from gitrepo import git_repo
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -119,14 +120,8 @@ class Research:
 
 
 def make_repo(root, env, value="1.0"):
-    root = Path(root)
-    root.mkdir(parents=True)
-    for args in (["init", "-q"], ["config", "user.name", "Test"], ["config", "user.email", "t@example.com"]):
-        subprocess.run(["git", *args], cwd=root, check=True)
-    (root / "bench.sh").write_text(BENCH)
-    (root / "value.txt").write_text(f"{value}\n")
-    subprocess.run(["git", "add", "."], cwd=root, check=True)
-    subprocess.run(["git", "commit", "-q", "-m", "start"], cwd=root, check=True)
+    Path(root).mkdir(parents=True)
+    root = git_repo(root, {"bench.sh": BENCH, "value.txt": f"{value}\n"})
     repo = Research(root, env)
     repo.ok("init", "--metric", "loss", "--command", "bash bench.sh", "--scope", "value.txt",
             "--fixed", "bench.sh")

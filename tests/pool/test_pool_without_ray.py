@@ -49,7 +49,8 @@ def test_submit_and_wait_refuse_without_a_pool(tmp_path):
 
 
 def test_a_snapshot_shipped_as_bytes_runs_like_the_exported_one(tmp_path):
-    from autoresearch import pool_runner, pool_task, research
+    from autoresearch.pool import pool_runner, pool_task
+    from autoresearch.store import research
     repo = make_repo(tmp_path / "r", _env(tmp_path), value="0.75:0")
     config = research.load(research.Repo(repo.root))[1].to_json()
     commit = repo.git("rev-parse", "HEAD")

@@ -8,7 +8,8 @@ import math
 
 import pytest
 
-from autoresearch import decide, wave
+from autoresearch.decision import decide
+from autoresearch.pool import wave
 
 WAVES = 6000        # per K under pure noise: the rate's standard error is ~0.002 at 2.3 %
 POWER_WAVES = 1500
@@ -90,7 +91,8 @@ def _flat_rule_rate(k, waves, seed):
 
 
 def test_the_iteration_budget_counts_candidates_not_the_pools_own_runs():
-    from autoresearch import log, summary
+    from autoresearch.decision import summary
+    from autoresearch.store import log
     config = log.Config(metric_name="loss", max_iterations=5)
     roles = ["baseline", "control", "candidate", "candidate", "confirm", "control"]
     runs = [log.Run(run=i + 1, metric=1.0, status="keep" if i == 0 else "discard", scope_hash=f"h{i}",

@@ -19,6 +19,7 @@ import pytest
 from conftest import require_tool, run_cli
 from report_browser import dump_dom, root_attributes
 from report_fixture import serving
+from gitrepo import git_repo
 
 BENCH = "#!/bin/bash\necho \"training with $(cat value.txt)\"\necho \"METRIC loss=$(cat value.txt)\"\n"
 FLOAT_MAX = sys.float_info.max
@@ -46,13 +47,7 @@ def git(root, *args):
 
 
 def make_repo(root):
-    git(root, "init", "-q")
-    git(root, "config", "user.name", "Test")
-    git(root, "config", "user.email", "test@example.com")
-    (root / "bench.sh").write_text(BENCH)
-    (root / "value.txt").write_text("1.0\n")
-    git(root, "add", ".")
-    git(root, "commit", "-q", "-m", "start")
+    git_repo(root, {"bench.sh": BENCH, "value.txt": "1.0\n"})
     cli(root, *INIT)
 
 
@@ -172,7 +167,7 @@ def test_exports_keep_every_value_exactly(night):
 
 
 def test_the_rule_arithmetic_never_leaves_the_finite_floats():
-    from autoresearch import decide
+    from autoresearch.decision import decide
     assert decide.median([-1e308, -1e308]) == -1e308 and decide.median([1e308, 1.7e308]) == 1.35e308
     assert decide.median([5e-324, 5e-324]) == 5e-324          # tiny values keep their value too
     stats = decide.noise_of([[-1e308, 1e308], [1.0, 1.0]], decide.Rules(z=2.0))
@@ -185,7 +180,7 @@ def test_the_rule_arithmetic_never_leaves_the_finite_floats():
 
 
 def test_early_abort_reads_huge_training_losses_without_overflow():
-    from autoresearch import earlyabort
+    from autoresearch.pipeline import earlyabort
     high, low = earlyabort.Curve(), earlyabort.Curve()
     for i in range(1, 11):
         high.add({"progress": i / 10, "loss": 1.7e308})

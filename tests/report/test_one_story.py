@@ -9,7 +9,6 @@ TSV must all say the same.
 
 import json
 import re
-import subprocess
 import sys
 import urllib.request
 
@@ -17,6 +16,7 @@ import pytest
 from conftest import ROOT, run_cli
 from report_browser import Page
 from report_fixture import serving
+from gitrepo import git_repo
 
 BENCH = r"""#!/bin/bash
 read -r v mode < value.txt
@@ -49,13 +49,7 @@ def experiment(root, value, message, *extra):
 @pytest.fixture(scope="module")
 def night(tmp_path_factory):
     root = tmp_path_factory.mktemp("story")
-    for args in (["init", "-q"], ["config", "user.name", "Test"], ["config", "user.email", "t@example.com"]):
-        subprocess.run(["git", *args], cwd=root, check=True)
-    (root / "bench.sh").write_text(BENCH)
-    (root / "check.sh").write_text(CHECK)
-    (root / "value.txt").write_text("2.0\n")
-    subprocess.run(["git", "add", "."], cwd=root, check=True)
-    subprocess.run(["git", "commit", "-q", "-m", "start"], cwd=root, check=True)
+    git_repo(root, {"bench.sh": BENCH, "check.sh": CHECK, "value.txt": "2.0\n"})
     init = ["init", "--metric", "loss", "--command", "bash bench.sh", "--scope", "value.txt",
             "--fixed", "bench.sh", "check.sh", "--checks", "bash check.sh", "--timeout", "3"]
     # segment 0: a short first attempt

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from conftest import SRC, run_cli
 
-from autoresearch import report
+from autoresearch.views import report
+from gitrepo import git_repo
 
 HOUR_MS = 3_600_000
 
@@ -97,7 +98,7 @@ def test_higher_is_better_and_a_new_segment_restarts_the_baseline(tmp_path):
 
 
 def test_invalid_records_are_skipped_and_hostile_values_made_safe(tmp_path):
-    # The log reader (autoresearch.log.read) skips records that are not valid runs, with a
+    # The log reader (autoresearch.store.log.read) skips records that are not valid runs, with a
     # warning, so the report counts exactly what status, brief and export count.
     write_log(tmp_path, [
         config(),
@@ -182,12 +183,7 @@ def git(repo, *args):
 
 
 def test_diff_comes_from_the_run_ref_when_diff_patch_is_missing(tmp_path):
-    git(tmp_path, "init", "-q")
-    git(tmp_path, "config", "user.email", "t@example.com")
-    git(tmp_path, "config", "user.name", "t")
-    (tmp_path / "train.py").write_text("DEPTH = 8\nMATRIX_LR = 0.04\n")
-    git(tmp_path, "add", "train.py")
-    git(tmp_path, "commit", "-qm", "baseline")
+    git_repo(tmp_path, {"train.py": "DEPTH = 8\nMATRIX_LR = 0.04\n"}, message="baseline")
     git(tmp_path, "update-ref", "refs/autoresearch/runs/1", "HEAD")
     (tmp_path / "train.py").write_text("DEPTH = 10\nMATRIX_LR = 0.04\n")
     git(tmp_path, "commit", "-qam", "deeper")

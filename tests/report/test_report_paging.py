@@ -4,7 +4,7 @@ runs, the baselines, the latest), and says how many it left out."""
 import json
 import random
 
-from autoresearch import report
+from autoresearch.views import report
 
 
 def test_the_details_of_a_long_night_are_bounded_and_keep_what_matters(tmp_path):

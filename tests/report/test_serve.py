@@ -17,7 +17,7 @@ from report_browser import Page
 
 
 def append_record(root, record):
-    """One whole JSON line, as the engine appends it (autoresearch.log.append, minus fsync)."""
+    """One whole JSON line, as the engine appends it (autoresearch.store.log.append, minus fsync)."""
     with open(root / "autoresearch.jsonl", "a", encoding="utf-8") as f:
         f.write(json.dumps(record) + "\n")
 

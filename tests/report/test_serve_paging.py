@@ -13,7 +13,7 @@ import pytest
 import report_fixture
 from report_browser import Page
 
-from autoresearch import report, serve
+from autoresearch.views import report, serve
 
 TOTAL = 1400   # more than serve.PAGE_ROWS: the runs past the first page come in pages
 

@@ -13,7 +13,7 @@ from conftest import run_cli
 from report_browser import Page, dump_dom, root_attributes
 from test_serve import get, served  # noqa: F401 - the fixture
 
-from autoresearch import report, serve
+from autoresearch.views import report, serve
 
 SECRET = "s3cret-token-from-outside-the-run"
 RLO = "\u202e"

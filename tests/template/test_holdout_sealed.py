@@ -14,7 +14,7 @@ import pytest
 from .template_helpers import ROOT
 
 sys.path.insert(0, str(ROOT / "src"))
-from autoresearch import sandbox  # noqa: E402  (only to ask whether this kernel has Landlock)
+from autoresearch.isolation import sandbox  # noqa: E402  (only to ask whether this kernel has Landlock)
 
 sys.path.pop(0)
 

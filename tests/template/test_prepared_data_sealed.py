@@ -26,6 +26,7 @@ from .test_smoke_run import run_benchmark
 
 sys.path.insert(0, str(ROOT / "tests"))
 from conftest import run_cli  # noqa: E402
+from gitrepo import git_repo
 
 sys.path.pop(0)
 
@@ -89,8 +90,7 @@ def test_poisoning_the_validation_split_is_never_kept(research_repo, tmp_path):
         proc = run_cli(list(args), cwd=repo, env=env, timeout=600)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         return proc
-    for args in (["init", "-q"], ["config", "user.name", "Test"], ["config", "user.email", "t@example.com"]):
-        subprocess.run(["git", *args], cwd=repo, check=True)
+    git_repo(repo)
     cli("init", "--template", "ml", "--noise-runs", "1")
     (repo / "train.py").write_text(capped((repo / "train.py").read_text(), 60))
     subprocess.run(["git", "add", "-A"], cwd=repo, check=True)

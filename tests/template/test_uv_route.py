@@ -17,6 +17,7 @@ import pytest
 from tests.conftest import require_tool, run_cli
 
 from .template_helpers import ROOT
+from gitrepo import git_repo
 
 WHEELS = Path(os.environ.get("AUTORESEARCH_TORCH_WHEELS", "/opt/wheels"))
 
@@ -52,7 +53,7 @@ def test_uv_sync_prepare_baseline_and_one_experiment(tmp_path):
         assert done.returncode == 0, f"{args}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
         return done
 
-    sh("git", "init", "-q")
+    git_repo(lab)
     done = run_cli(["init", "--template", "ml", "--noise-runs", "1", "--implausible-gain", "0.9", "--json"],
                    cwd=lab, env=env)
     assert done.returncode == 0, done.stderr

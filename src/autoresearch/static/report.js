@@ -461,32 +461,36 @@
   }
 
   // ------------------------------------------------------------ the runs table
+  // Every cell's text comes from the report (views/report.py: table_cells), as the page's static
+  // table shows it; the script adds behaviour (sorting on the raw values, filtering, the status
+  // badge, better/worse colours), never its own formatting of a cell.
+  function cellText(key) { return function (r) { return r.cells ? r.cells[key] : ''; }; }
   var COLUMNS = [
-    { key: 'run', label: '#', num: true, get: function (r) { return r.run; } },
-    { key: 'status', label: 'status', get: function (r) { return r.status; }, cell: function (r) { return badge(r.status); } },
-    { key: 'metric', label: 'metric', num: true, get: function (r) { return r.metric; }, text: function (r) { return fmt(r.metric); } },
-    { key: 'delta', label: 'Δ vs best then', num: true, get: function (r) { return r.delta_pct; },
+    { key: 'run', num: true, get: function (r) { return r.run; } },
+    { key: 'status', get: function (r) { return r.status; }, cell: function (r) { return badge(cellText('status')(r)); } },
+    { key: 'metric', num: true, get: function (r) { return r.metric; } },
+    { key: 'delta', num: true, get: function (r) { return r.delta_pct; },
       cell: function (r) {
-        var td = h('span', null, deltaText(r.delta_pct));
+        var td = h('span', null, cellText('delta')(r));
         // never green (or red) for a failed run: its value was not a result
         if (isNum(r.delta_pct) && r.delta_pct !== 0 && !FAILED[r.status]) td.className = better(r.delta_pct, 0) ? 'better' : 'worse';
         return td;
       } },
-    { key: 'confidence', label: 'confidence', num: true, get: function (r) { return r.confidence; },
-      text: function (r) { return isNum(r.confidence) ? r.confidence.toFixed(2) : ''; } },
-    { key: 'description', label: 'description', cls: 'desc', get: function (r) { return r.description; } },
-    { key: 'asi', label: 'ASI', cls: 'asi', get: function (r) { return asiText(r.asi); } },
-    { key: 'diagnosis', label: 'diagnosis', cls: 'diag-cell', get: function (r) { return diagText(r.diagnosis); } },
-    { key: 'duration', label: 'duration', num: true, get: function (r) { return r.duration_s; },
-      text: function (r) { return duration(r.duration_s); } },
-    { key: 'commit', label: 'commit', get: function (r) { return r.commit; }, text: function (r) { return r.commit.slice(0, 8); } }
+    { key: 'confidence', num: true, get: function (r) { return r.confidence; } },
+    { key: 'description', cls: 'desc', get: function (r) { return r.description; } },
+    { key: 'asi', cls: 'asi', get: function (r) { return asiText(r.asi); } },
+    { key: 'diagnosis', cls: 'diag-cell', get: function (r) { return diagText(r.diagnosis); } },
+    { key: 'duration', num: true, get: function (r) { return r.duration_s; } },
+    { key: 'commit', get: function (r) { return r.commit; } }
   ];
 
   function renderTable(m) {
     var table = clear(document.getElementById('runs'));
     var head = h('tr');
+    var labels = {};
+    (m.tableColumns || []).forEach(function (c) { labels[c[0]] = c[1]; });
     COLUMNS.forEach(function (col) {
-      var th = h('th', null, col.label);
+      var th = h('th', null, labels[col.key] || col.key);
       th.setAttribute('data-key', col.key);
       th.addEventListener('click', function () {
         state.sort = { key: col.key, dir: state.sort.key === col.key ? -state.sort.dir : 1 };
@@ -502,7 +506,7 @@
       COLUMNS.forEach(function (col) {
         var td = h('td', (col.num ? 'num' : '') + (col.cls ? ' ' + col.cls : ''));
         if (col.cell) td.appendChild(col.cell(r));
-        else td.textContent = col.text ? col.text(r) : String(col.get(r));
+        else td.textContent = cellText(col.key)(r);
         if (col.key === 'asi' || col.key === 'description') td.title = col.get(r);
         if (col.key === 'diagnosis' && r.diagnosis && r.diagnosis.explanation) td.title = asText(r.diagnosis.explanation);
         tr.appendChild(td);
