@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from hostile import make, procs_with
 
-from autoresearch import bubblewrap, sandbox
+from autoresearch.isolation import bubblewrap, sandbox
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -93,15 +93,16 @@ def test_the_engines_own_source_patched(tmp_path, mode):
     shutil.copytree(SRC / "autoresearch", engine / "autoresearch",
                     ignore=shutil.ignore_patterns("__pycache__"))
     repo = _repo(tmp_path, mode, PYTHONPATH=str(engine))
-    decide_py = engine / "autoresearch" / "decide.py"
+    decide_py = next((engine / "autoresearch").rglob("decide.py"))
+    verify_py = next((engine / "autoresearch").rglob("verify.py"))
     before = decide_py.read_bytes()
     rc, data = repo.attack(f'echo "raise SystemExit(0)" >> "{decide_py}"; '
                            f'echo "x = 1" > "{engine}/autoresearch/sitecustomize.py"; '
-                           f'rm -f "{engine}/autoresearch/verify.py"; true')
+                           f'rm -f "{verify_py}"; true')
     assert rc == 0 and data["record"]["status"] == "discard", data
     assert decide_py.read_bytes() == before
     assert not (engine / "autoresearch" / "sitecustomize.py").exists()
-    assert (engine / "autoresearch" / "verify.py").exists()
+    assert verify_py.exists()
     _honest(repo)
 
 

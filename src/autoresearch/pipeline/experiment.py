@@ -20,17 +20,15 @@ from dataclasses import dataclass, field
 
 from autoresearch import errors, output
 from autoresearch.decision import decide, logcache, summary
-from autoresearch.isolation import workspace
-from autoresearch.pipeline import earlyabort, preflight, recovery
+from autoresearch.pipeline import earlyabort, guarded, preflight, recovery
 from autoresearch.store import gitops, integrity, log, research, state
 from autoresearch.errors import Interrupted
 from autoresearch.store.files import write_atomic
-from autoresearch.pipeline.measure import measure, run_env
+from autoresearch.pipeline.measure import run_env
 from autoresearch.pipeline.plan import Request, make_plan
 from autoresearch.pipeline.record import TRAPPED, record
 from autoresearch.store.research import now_ms
 from autoresearch.pipeline.verdict import judge
-from autoresearch.isolation.watch import Watch
 
 EXAMPLES = """examples:
   autoresearch run -m "baseline"
@@ -244,24 +242,21 @@ class Experiment:
             current["phase"] = name
             state.write_current(repo, current)
 
-        self._announce(run, repeat_of, pending)
-        # The run executes its own snapshot of the commit, sandboxed; the guard notes what decides.
-        ws = workspace.open_for(repo, self.config, run, commit, run_dir, run_env(run, run_dir))
-        try:
+        def workspace_open(ws):
             current.update(phase="benchmark", token=ws.token)
             state.write_current(repo, current)
-            guard = integrity.record(repo, self.config, ws.cwd)
-            watcher = Watch(run_dir, self._abort_checker(repeat_of, pending))
-            m = measure(self.config, run, run_dir, ws.cwd, echo=self.echo, on_start=started, on_phase=phase,
-                        env=ws.env, preexec=ws.preexec, watch=watcher)
-            changes = integrity.verify(repo, guard, current, state.current_copy(repo))
-            failed = integrity.restore(repo, guard, changes, current, state.current_copy(repo), commit) \
-                if changes else []
-            return self._judge(plan, run, run_dir, commit, repeat_of, pending, m, ws, changes, failed), commit
-        finally:
-            ws.close()
 
-    def _judge(self, plan, run, run_dir, commit, repeat_of, pending, m, ws, changes, failed):
+        self._announce(run, repeat_of, pending)
+        # The run executes its own snapshot of the commit, sandboxed, under the integrity guard
+        # and the watcher: the one way every run path starts a benchmark (guarded.py).
+        with guarded.run(self.config, run, run_dir, run_env(run, run_dir), repo=repo, commit=commit,
+                         echo=self.echo, on_start=started, on_phase=phase, on_workspace=workspace_open,
+                         checker=self._abort_checker(repeat_of, pending), current=current,
+                         state_copy=state.current_copy(repo), warn=output.warn) as g:
+            return self._judge(plan, run, run_dir, commit, repeat_of, pending, g), commit
+
+    def _judge(self, plan, run, run_dir, commit, repeat_of, pending, g):
+        m, changes, failed = g.measurement, g.changes, g.failed
         repo = self.repo
         for w in m.warnings:
             output.warn(f"run {run}: {w}")
@@ -272,8 +267,8 @@ class Experiment:
                            timestamp=now_ms(), segment=self.segment, asi=self.request.asi,
                            run_dir=repo.rel(run_dir), ref=f"{gitops.runs_ref(repo.root)}/{run}",
                            scope_hash=plan.scope_hash, scope_lines=plan.scope_lines, repeat_of=repeat_of,
-                           sandbox=workspace.sandbox_name(ws), output_cut_bytes=m.output_cut or None)
-        verdict = judge(self.config, prior, m, template, ws.cwd, plan.scope_lines,
+                           sandbox=g.sandbox, output_cut_bytes=m.output_cut or None)
+        verdict = judge(self.config, prior, m, template, g.tree, plan.scope_lines,
                         confirmed=pending is not None)
         if changes:
             integrity.mark_tampered(verdict, changes, failed)

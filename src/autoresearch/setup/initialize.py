@@ -12,6 +12,7 @@ import shutil
 
 from autoresearch import errors, metrics, output
 from autoresearch.decision import decide
+from autoresearch.isolation import caches
 from autoresearch.pipeline import recovery
 from autoresearch.store import gitops, log, research, state
 from autoresearch.store.research import now_ms
@@ -79,6 +80,9 @@ def add_parsers(sub):
                    help="stop a candidate whose smoothed training loss is clearly behind the best's from "
                         "progress AT on (default 0.4; needs a steps file, as the ML template writes; "
                         "see references/early-abort.md)")
+    p.add_argument("--cache", action="append", metavar="PATH", default=None,
+                   help="a folder the sandboxed benchmark may write besides its own (a tool's cache, e.g. "
+                        "~/.cache/mytool; repeatable; `~` and $VARS expand at each run; --template ml adds its own)")
     p.add_argument("--simplicity", action="store_true",
                    help="policy: keep a change within noise that makes the scope smaller")
     p.add_argument("--session", metavar="ID", help="owner session (default: $CLAUDE_CODE_SESSION_ID)")
@@ -338,6 +342,7 @@ def _header(repo, args, s, segment):
         start_commit=gitops.head(repo.root),
         engine=f"autoresearch {__import__('autoresearch').__version__}",
         early_abort={"at": args.early_abort} if args.early_abort else None,
+        caches=caches.TEMPLATES.get(args.template, []) + [c for c in getattr(args, "cache", None) or [] if c.strip()],
     )
 
 
