@@ -7,8 +7,10 @@ user namespace) or as root. What the benchmark sees:
   files, no new entries at its top: the top is read-only and each entry the commit holds is
   bound writable over it), its run folder, its temporary folder and the declared caches;
 - a private, empty /tmp and /var/tmp, and an empty /run/user: the pathname sockets kept there
-  (tmux's server, ssh-agent, D-Bus, X11's /tmp/.X11-unix) are not there to connect to; a
-  research repo or a home folder that lives there is bound back in, read-only;
+  (tmux's server, ssh-agent, D-Bus, X11's /tmp/.X11-unix) are not there to connect to; the
+  research repo, the home folder and the paths the environment names (AUTORESEARCH_CACHE, a
+  PATH entry) are bound back in, read-only, when they live there (never a socket, nor a folder
+  that holds one);
 - its own /dev (null, zero, random, a private /dev/shm) plus the GPU's device nodes
   (/dev/nvidia*, /dev/dri) when present, and its own /proc: no process outside is visible,
   so none can be signalled or traced;
@@ -24,6 +26,7 @@ Landlock alone (sandbox.py) then, and the run's record names the mode it ran und
 import glob
 import os
 import shutil
+import stat
 import subprocess
 
 PROGRAM = "bwrap"
@@ -77,8 +80,8 @@ def argv(cwd, writable, read_only=(), open_entries=(), visible=()):
     for folder in HIDDEN:
         if os.path.isdir(folder):
             args += ["--tmpfs", folder]
-    for folder in visible:
-        if any(_beneath(folder, h) for h in HIDDEN) and os.path.isdir(folder):
+    for folder in sorted(set(visible), key=lambda f: f.count("/")):
+        if any(_beneath(folder, h) for h in HIDDEN) and os.path.exists(folder) and not _holds_socket(folder):
             args += ["--ro-bind", folder, folder]
     shut = {os.path.realpath(p) for p in read_only}
     for folder in sorted(open_entries, key=lambda f: f.count("/")):
@@ -98,3 +101,27 @@ def argv(cwd, writable, read_only=(), open_entries=(), visible=()):
 
 def _beneath(path, folder):
     return path.startswith(folder.rstrip("/") + "/")
+
+
+def named_paths(env):
+    """Existing absolute paths that the environment's values name (`AUTORESEARCH_CACHE`,
+    `HF_HOME`, each entry of a PATH-like list), real: what a benchmark configured to read."""
+    out = set()
+    for value in env.values():
+        for part in value.split(os.pathsep):
+            if part.startswith("/") and "\n" not in part and os.path.exists(part):
+                out.add(os.path.realpath(part))
+    return out
+
+
+def _holds_socket(path):
+    """A socket, or a folder with one directly in it (a server's: tmux-UID/, .X11-unix/)."""
+    try:
+        if stat.S_ISSOCK(os.lstat(path).st_mode):
+            return True
+        if not os.path.isdir(path):
+            return False
+        with os.scandir(path) as entries:
+            return any(stat.S_ISSOCK(e.stat(follow_symlinks=False).st_mode) for e in entries)
+    except OSError:
+        return True

@@ -39,7 +39,7 @@ NOT_LINKED = ["autoresearch.jsonl", "autoresearch.md", "autoresearch.ideas.md", 
 # allow-list: a benchmark legitimately needs variables the engine cannot know (CUDA_*, HF_*,
 # WANDB_*, proxies, its own settings), while the handles are few and named by convention.
 HANDLES = {
-    "TMUX", "TMUX_PANE", "STY", "ZELLIJ", "ZELLIJ_SESSION_NAME", "DBUS_SESSION_BUS_ADDRESS",
+    "TMUX", "TMUX_PANE", "TMUX_TMPDIR", "STY", "ZELLIJ", "ZELLIJ_SESSION_NAME", "DBUS_SESSION_BUS_ADDRESS",
     "DBUS_SYSTEM_BUS_ADDRESS", "SSH_AUTH_SOCK", "SSH_AGENT_PID", "SSH_ASKPASS", "GPG_AGENT_INFO",
     "GNOME_KEYRING_CONTROL", "XDG_RUNTIME_DIR", "DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY",
     "PULSE_SERVER", "KITTY_LISTEN_ON", "WEZTERM_UNIX_SOCKET", "NVIM", "NVIM_LISTEN_ADDRESS",
@@ -126,6 +126,7 @@ def _confine(ws, config, writable, repo_root):
     try:
         if how != "landlock" and bubblewrap.usable():
             seen = [os.path.realpath(p) for p in (repo_root, ws.env.get("HOME")) if p]
+            seen += bubblewrap.named_paths(ws.env)
             ws.wrap = bubblewrap.argv(ws.cwd, writable, read_only=fixed, open_entries=closed, visible=seen)
             ws.confinement = sandbox.scopes_only()
             return
