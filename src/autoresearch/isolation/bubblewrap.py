@@ -115,13 +115,16 @@ def named_paths(env):
 
 
 def _holds_socket(path):
-    """A socket, or a folder with one directly in it (a server's: tmux-UID/, .X11-unix/)."""
+    """A socket or a named pipe (a read-only mount does not stop a write to either), or a folder
+    with one directly in it (a server's: tmux-UID/, .X11-unix/)."""
+    def handle(mode):
+        return stat.S_ISSOCK(mode) or stat.S_ISFIFO(mode)
     try:
-        if stat.S_ISSOCK(os.lstat(path).st_mode):
+        if handle(os.lstat(path).st_mode):
             return True
         if not os.path.isdir(path):
             return False
         with os.scandir(path) as entries:
-            return any(stat.S_ISSOCK(e.stat(follow_symlinks=False).st_mode) for e in entries)
+            return any(handle(e.stat(follow_symlinks=False).st_mode) for e in entries)
     except OSError:
         return True
