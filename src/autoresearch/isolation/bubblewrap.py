@@ -31,7 +31,7 @@ import subprocess
 
 PROGRAM = "bwrap"
 HIDDEN = ("/tmp", "/var/tmp", "/run/user")          # private and empty inside
-GPU_DEVICES = ("/dev/nvidia*", "/dev/nvidia-caps", "/dev/dri")
+GPU_DEVICES = ("/dev/nvidia*", "/dev/dri")   # nvidia0.., nvidiactl, nvidia-uvm, nvidia-caps/; DRM
 _usable = {}
 
 
@@ -60,9 +60,10 @@ def _base():
 
 
 def gpu_devices():
+    """The GPU's device nodes present here, each once."""
     found = []
     for pattern in GPU_DEVICES:
-        found += sorted(glob.glob(pattern))
+        found += [p for p in sorted(glob.glob(pattern)) if p not in found]
     return found
 
 
