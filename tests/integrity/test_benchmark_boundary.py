@@ -224,3 +224,27 @@ def test_abstract_sockets_and_signals_outside_the_sandbox(tmp_path, mode):
         listener.close()
         bystander.kill()
         bystander.wait()
+
+
+def test_a_cache_that_would_open_what_decides_is_refused_at_init(tmp_path):
+    from helpers_engine import run_cli
+    home = tmp_path / "home"
+    home.mkdir()
+    root = tmp_path / "r"
+    root.mkdir()
+    for args in (["init", "-q"], ["config", "user.name", "T"], ["config", "user.email", "t@example.com"]):
+        subprocess.run(["git", *args], cwd=root, check=True)
+    (root / "bench.sh").write_text('echo "METRIC loss=1"\n')
+    subprocess.run(["git", "add", "."], cwd=root, check=True)
+    subprocess.run(["git", "commit", "-qm", "start"], cwd=root, check=True)
+    init = ["init", "--metric", "loss", "--command", "bash bench.sh", "--scope", "bench.sh"]
+    for cache, why in (("~", "holds the home folder"), (str(root / "data"), "inside the research repo"),
+                       (str(SRC / "autoresearch" / "x"), "inside the engine's source"), ("rel/dir", "not an absolute")):
+        proc = run_cli(init + ["--cache", cache], cwd=root, env={"HOME": str(home)})
+        assert proc.returncode == 2 and why in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+        assert not (root / "autoresearch.jsonl").exists()
+    proc = run_cli(init + ["--cache", "~/.cache/tool", "--cache", "$UNSET_VAR_FOR_TEST/x"], cwd=root,
+                   env={"HOME": str(home)})
+    assert proc.returncode == 0, proc.stderr
+    header = json.loads((root / "autoresearch.jsonl").read_text().splitlines()[0])
+    assert header["caches"] == ["~/.cache/tool", "$UNSET_VAR_FOR_TEST/x"]

@@ -115,6 +115,14 @@ def _float(text):
     return value
 
 
+def _check_caches(entries, root):
+    """Refuse a --cache that would open what decides to the benchmark (caches.py), before anything is made."""
+    for cache in caches.resolve([e for e in entries or [] if e.strip()], dict(os.environ), os.path.realpath(root)):
+        if cache.why:
+            raise errors.UsageError(f"--cache {cache.declared}: {cache.why}; name a folder of the tool's own "
+                                    "(e.g. ~/.cache/TOOL)")
+
+
 def _fraction(text):
     try:
         value = float(text)
@@ -130,6 +138,7 @@ def cmd_init(args):
     if args.template == "ml":
         _template_home()   # refuse before anything is created
     root = gitops.toplevel(cwd)
+    _check_caches(args.cache, root or cwd)
     if root is not None:
         return _init_in(research.Repo(root), args)
     if not args.git_init:
