@@ -86,6 +86,8 @@ def argv(cwd, writable, read_only=(), open_entries=(), visible=()):
             args += ["--ro-bind", folder, folder]
     shut = {os.path.realpath(p) for p in read_only}
     for folder in sorted(open_entries, key=lambda f: f.count("/")):
+        if not os.path.isdir(folder):
+            continue   # a fixed file's folder the commit does not hold
         args += ["--ro-bind", folder, folder]     # no new entries here, nor renames over the fixed
         for entry in sorted(os.listdir(folder)):
             full = os.path.join(folder, entry)

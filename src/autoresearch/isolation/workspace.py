@@ -123,16 +123,19 @@ def _confine(ws, config, writable, repo_root):
         return
     fixed = [os.path.join(ws.cwd, f) for f in config.fixed or {}]
     closed = [ws.cwd] + sorted({os.path.dirname(p) for p in fixed} - {ws.cwd})
-    try:
-        if how != "landlock" and bubblewrap.usable():
+    if how != "landlock" and bubblewrap.usable():
+        try:
             seen = [os.path.realpath(p) for p in (repo_root, ws.env.get("HOME")) if p]
             seen += bubblewrap.named_paths(ws.env)
             ws.wrap = bubblewrap.argv(ws.cwd, writable, read_only=fixed, open_entries=closed, visible=seen)
             ws.confinement = sandbox.scopes_only()
             return
+        except OSError:
+            ws.wrap, ws.confinement = None, None   # next in the order: Landlock alone
+    try:
         ws.confinement = sandbox.confine([ws.cwd] + writable, protected=fixed, closed=closed)
     except OSError:
-        ws.wrap, ws.confinement = None, None   # detection alone (integrity.py) still holds
+        ws.confinement = None   # detection alone (integrity.py) still holds
 
 
 def sweep(repo):
