@@ -13,6 +13,8 @@ ratio that does not depend on how fast the machine is.
 `--reference-src DIR` also times another checkout's engine (its `src/`, e.g. an export of an
 earlier commit of main) on its own 500-run repo, one experiment of each in turn, and reports
 the ratio of the two medians: what a change costs per experiment, whatever the machine's load.
+It reports the whole call's ratio too: the sandbox's start-up (bubblewrap) falls inside the
+record's `duration_s`, so only the whole call shows it.
 """
 
 import argparse
