@@ -4,8 +4,9 @@
 #   - the Claude Code CLI, pinned, into .tools/ for the plugin tests,
 #   - uv, pinned, into .tools/uv/ for the ML template's uv route (uv sync + uv run),
 #   - tmux, which `autoresearch night` starts itself in (tests/plugin/test_plugin_night.py),
-#   - bubblewrap and socat, which Claude Code's Bash sandbox needs on Linux: `night` runs the agent
-#     in it (tests/plugin/test_agent_sandbox.py).
+#   - bubblewrap and socat: Claude Code's Bash sandbox needs both on Linux (`night` runs the agent
+#     in it: tests/plugin/test_agent_sandbox.py), and the engine runs each benchmark in bubblewrap
+#     (tests/integrity/test_benchmark_boundary.py).
 # Tests that need them skip when they are missing, unless AUTORESEARCH_REQUIRE_ALL=1 (CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -26,7 +26,8 @@ def make_night(root):
     repo = make_repo(root, init_args=None)
     # What given runs measure ("RUN VALUE" lines), whatever value.txt says: the baseline's three
     # measurements. Outside the repo (a run executes in a snapshot of its commit, in a sandbox
-    # that lets it read, not write, outside its run folder).
+    # that lets it read, not write, outside its run folder), in a folder its environment names.
+    repo.outside_data(repo.root.parent)
     measured = repo.root.parent / "measured"
     measured.write_text("1 1.02\n2 1.00\n3 0.99\n")
     (repo.root / "bench.sh").write_text(BENCH.replace("MEASURED", str(measured)))

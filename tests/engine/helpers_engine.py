@@ -50,9 +50,15 @@ class Research:
 
     def __init__(self, root):
         self.root = Path(root)
+        self.env = {}   # added to every call's environment
 
     def cli(self, *args, env=None, timeout=60):
-        return run_cli(list(args), cwd=self.root, env=env, timeout=timeout)
+        return run_cli(list(args), cwd=self.root, env={**self.env, **(env or {})}, timeout=timeout)
+
+    def outside_data(self, folder):
+        """Name `folder` (outside the repo, under the private /tmp of a bubblewrap sandbox) in the
+        engine's environment, as AUTORESEARCH_CACHE names the ML data: the benchmark sees it, read-only."""
+        self.env["BENCH_DATA"] = str(folder)
 
     def ok(self, *args, env=None):
         proc = self.cli(*args, env=env)

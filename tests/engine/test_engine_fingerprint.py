@@ -13,6 +13,7 @@ echo "METRIC settings_fingerprint=$(cat '{fp}')"
 
 def test_a_run_on_other_data_is_recorded_and_never_kept(tmp_path):
     repo = make_repo(tmp_path / "r", init_args=None)
+    repo.outside_data(tmp_path)
     fp = tmp_path / "fingerprint"            # outside the repo: the data cache stands in here
     fp.write_text("228790876542091\n")
     (repo.root / "bench.sh").write_text(BENCH.format(fp=fp))

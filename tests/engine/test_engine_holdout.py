@@ -33,6 +33,7 @@ echo "METRIC loss=$val"
 def holdout_repo(tmp_path, steps):
     root = tmp_path / "research"
     repo = make_repo(root, init_args=None, value=steps[0].split(":")[0])
+    repo.outside_data(tmp_path)
     hidden = tmp_path / "hidden.txt"
     hidden.write_text("".join(f"{s.replace(':', ' ')}\n" for s in steps))
     (root / "bench.sh").write_text(BENCH.replace("HIDDEN", str(hidden)))

@@ -12,9 +12,9 @@ from helpers_engine import engine_env, make_repo
 
 class Sequence:
     """Make bench.sh report successive values from a queue file, to fake a noisy benchmark.
-    The queue lives in a folder of its own outside the repository: the benchmark runs in a
-    snapshot of its commit, sandboxed, and may not write the engine's state folder (nor create
-    files in the folders above the repository)."""
+    The queue lives in a folder of its own outside the repository, declared a cache (`init
+    --cache`): the benchmark runs in a snapshot of its commit, sandboxed, and writes nothing else
+    of the user's."""
 
     def __init__(self, repo):
         self.repo = repo
@@ -39,7 +39,7 @@ def noisy(tmp_path):
         seq = Sequence(repo)
         repo.git("commit", "-qam", "queue bench")
         repo.ok("init", "--metric", "loss", "--command", "bash bench.sh", "--scope", "value.txt",
-                "--fixed", "bench.sh", *init_args)
+                "--fixed", "bench.sh", "--cache", str(seq.queue.parent), *init_args)
         return repo, seq
     return factory
 

@@ -1,6 +1,7 @@
 """`autoresearch run` end to end: real git, real subprocesses, the real CLI."""
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -93,17 +94,20 @@ def test_timeout_kills_the_whole_process_group(make):
     record = repo.experiment("hang")
     assert time.monotonic() - started < 1 + 5 + 3  # timeout + 5 s to kill + CLI start-up
     assert record["status"] == "timeout" and "timed out after 1 s" in record["reason"]
-    grandchild = int((repo.root / record["run_dir"] / "grandchild.pid").read_text())
+    # Found by its run folder in its environment: under bubblewrap its own pid ($!) is one of
+    # its pid namespace, not of this machine.
+    run_dir = str(repo.root / record["run_dir"])
     deadline = time.monotonic() + 5
-    while not process_gone(grandchild) and time.monotonic() < deadline:
+    while _procs_of_run(run_dir) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert process_gone(grandchild), "the benchmark's background child survived the timeout"
+    assert _procs_of_run(run_dir) == [], "the benchmark's background child survived the timeout"
     assert record["diagnosis"] is not None
 
 
-def test_failed_checks(make, tmp_path):
-    flag = tmp_path / "checks-fail"
+def test_failed_checks(make):
+    flag = "../../../checks-fail"   # from the run's snapshot: the research repo (the sandbox hides /tmp)
     repo = make("--checks", f"test ! -e {flag} || (echo 'unit test failed'; exit 1)")
+    flag = repo.root / "checks-fail"
     repo.experiment("1.0")
     flag.write_text("x")
     repo.set("0.5")
@@ -199,8 +203,7 @@ def test_killed_mid_run_is_recorded_as_crash(repo):
     child = _wait_for_child(repo)
     engine.kill()
     engine.wait()
-    assert not process_gone(child)  # the benchmark outlived the engine ...
-    status = repo.status()  # ... until the next engine call notices the unfinished run
+    status = repo.status()  # the next engine call notices the unfinished run
     assert status["running"] is None and status["counts"]["crash"] == 1
     crash = repo.runs()[-1]
     assert crash["status"] == "crash" and "engine stopped mid-run" in crash["reason"]
@@ -277,12 +280,21 @@ def _env():
     return engine_env()
 
 
-def _cmdline(pid):
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read()
-    except OSError:
-        return b""
+def _procs_of_run(run_dir):
+    """Live processes that carry the run's folder in their environment (every one it started)."""
+    marker = f"AUTORESEARCH_RUN_DIR={run_dir}".encode()
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[-1].split()[0]
+        except OSError:
+            continue
+        if marker in env and state != b"Z":
+            found.append(int(pid))
+    return found
 
 
 def _wait_for_child(repo, timeout=20):
@@ -292,8 +304,9 @@ def _wait_for_child(repo, timeout=20):
         try:
             current = json.loads(path.read_text())
             # The child exists once its pid is recorded; the benchmark runs once the engine let it
-            # go (the pipe handshake): until then its command line is the waiting shell's.
-            if current.get("child_pid") and b"read -r go" not in _cmdline(current["child_pid"]):
+            # go (the pipe handshake): then it prints its first line.
+            out = repo.root / ".autoresearch/runs" / str(current.get("run")) / "output.log"
+            if current.get("child_pid") and out.exists() and out.stat().st_size:
                 return current["child_pid"]
         except (FileNotFoundError, ValueError):
             pass

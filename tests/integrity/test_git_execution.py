@@ -160,8 +160,9 @@ def test_what_is_planted_between_runs_never_runs_in_the_engine(tmp_path, attack)
 
 @pytest.mark.parametrize("on", MODES)
 def test_benchmark_writes_the_users_global_git_config(tmp_path, on):
-    """~/.gitconfig is outside the sandbox's reach (the user's home stays writable): the guard
-    notes it, finds the change and restores it before git runs again."""
+    """~/.gitconfig: under the sandbox the home folder is read-only to the benchmark (the write
+    fails); with detection alone the guard notes it, finds the change and restores it before git
+    runs again."""
     home = tmp_path / "home"
     home.mkdir()
     (home / ".gitconfig").write_text("[user]\n\tname = Person\n")
@@ -174,12 +175,13 @@ def test_benchmark_writes_the_users_global_git_config(tmp_path, on):
         f'printf "[filter \\"evil\\"]\\n\\tclean = {p} clean\\n[core]\\n\\tfsmonitor = {p}\\n" >> "$HOME/.gitconfig"; '
         f'mkdir -p "$HOME/.config/git"; echo "* filter=evil" > "$HOME/.config/git/attributes"; true')
     record = data["record"]
-    assert record["status"] == "tampered", record
-    assert any(".gitconfig" in t for t in record["tampered"]) and any("attributes" in t for t in record["tampered"])
+    assert record["status"] == ("discard" if on else "tampered"), record
     assert (home / ".gitconfig").read_text() == "[user]\n\tname = Person\n"
     assert not (home / ".config" / "git" / "attributes").exists()
-    aside = [p.read_text() for p in (repo.root / ".autoresearch" / "foreign").iterdir() if "gitconfig" in p.name]
-    assert any("fsmonitor" in text for text in aside), "the changed file was not kept aside"
+    if not on:
+        assert any(".gitconfig" in t for t in record["tampered"]) and any("attributes" in t for t in record["tampered"])
+        aside = [p.read_text() for p in (repo.root / ".autoresearch" / "foreign").iterdir() if "gitconfig" in p.name]
+        assert any("fsmonitor" in text for text in aside), "the changed file was not kept aside"
     _next_runs(repo)
     _assert_never_ran(tmp_path, repo)
 

@@ -4,7 +4,7 @@ The benchmark `bench.sh` reads `value.txt` (the scope) as `METRIC[:SECONDS]`: it
 long (default 2 s), writes what the run saw (CUDA_VISIBLE_DEVICES, start and end times) into
 its run folder, and prints `METRIC loss=<value>`; `crash` exits 1 with a traceback.
 
-Where `$AR_TEST_MARKERS` names a folder (a test's own), each run also leaves a marker there as
+Where `$AR_TEST_MARKERS` names a folder (a test's own, declared a cache at init), each run also leaves a marker there as
 it starts (`start-RUN-PID`), and when that folder holds a file `barrier` with a number N, the
 run holds until N runs have started (120 s at most) before it sleeps: a test can then wait for
 the markers, an event, instead of guessing with sleeps, and knows every run is mid-benchmark.
@@ -123,8 +123,9 @@ def make_repo(root, env, value="1.0"):
     Path(root).mkdir(parents=True)
     root = git_repo(root, {"bench.sh": BENCH, "value.txt": f"{value}\n"})
     repo = Research(root, env)
+    # The markers' folder is a declared cache: the sandbox lets a run write it (and only it).
     repo.ok("init", "--metric", "loss", "--command", "bash bench.sh", "--scope", "value.txt",
-            "--fixed", "bench.sh")
+            "--fixed", "bench.sh", "--cache", "$AR_TEST_MARKERS")
     return repo
 
 

@@ -9,6 +9,12 @@
 - Every process of the run carries `AUTORESEARCH_RUN_TOKEN` (a random value) in its
   environment: after an engine crash the next call finds them by it (`kill_tokened`), and no
   process without it is ever signalled.
+- What the command prints after its main process exited is not its result: the engine watches
+  the process itself (a pidfd, Linux 5.3+; else it polls), reads what the pipe holds at that
+  moment, and from then on gives nothing more to `on_line` (a child left behind that prints a
+  METRIC line later may reach the log, never the result).
+- `wrap` puts a sandbox's launcher in front of the command (bubblewrap.py): the handshake and
+  the process group are the same, the launcher's pid stands for the command's.
 - Pipe handshake: the command starts as a shell that waits on a pipe, and only goes on once
   the engine has recorded its pid. A SIGKILL of the engine in between closes the pipe and
   the shell exits without running anything.
@@ -22,6 +28,7 @@ import os
 import select
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 
@@ -51,17 +58,18 @@ def new_token():
 
 
 def run(command, cwd, env, log_path, timeout_s, echo=None, on_start=None, cap_bytes=None,
-        on_line=None, preexec=None):
+        on_line=None, preexec=None, wrap=None):
     """Run `command` in `cwd`; write its output (stdout and stderr interleaved) to `log_path`.
 
     `echo` is a binary stream that also receives the output as it comes (or None).
     `on_start(pid)` is called once the process exists and before the command runs.
     `cap_bytes` bounds the log (None: no bound). `on_line(bytes)` gets each output line.
     `preexec` runs in the child before exec (the sandbox). `env` should carry TOKEN_VAR.
+    `wrap` (a list) is the launcher to start the shell through (bwrap ... --).
     """
     start = time.monotonic()
     go_read, go_write = os.pipe()
-    argv = [SHELL, "-c", WAIT_THEN_RUN.format(fd=go_read), SHELL, command]
+    argv = list(wrap or []) + [SHELL, "-c", WAIT_THEN_RUN.format(fd=go_read), SHELL, command]
     log = CappedLog(log_path, cap_bytes)
     lines = LineSplitter(on_line)
     reaper = set_subreaper(True)
@@ -83,6 +91,8 @@ def run(command, cwd, env, log_path, timeout_s, echo=None, on_start=None, cap_by
             go_write = None
             timed_out = _pump(proc, fd, (log, lines), echo, deadline)
         finally:
+            # From here on the output is no result: the command is done (or being stopped).
+            lines.ended()
             # Whatever happened (timeout, normal exit, the engine interrupted): no leftovers.
             if go_write is not None:
                 os.close(go_write)
@@ -105,23 +115,56 @@ def run(command, cwd, env, log_path, timeout_s, echo=None, on_start=None, cap_by
 
 
 def _pump(proc, fd, sinks, echo, deadline):
-    """Copy output until EOF or the deadline; return True on timeout."""
-    while True:
-        wait = 0.5
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return True
-            wait = min(wait, left)
-        ready, _, _ = select.select([fd], [], [], wait)
-        if ready:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                return _wait_exit(proc, deadline)
-            _tee(chunk, sinks, echo)
-        elif proc.poll() is not None:
-            # The command is done but something it started still holds the pipe open.
-            return False
+    """Copy output until the command's main process exits, or the deadline; True on timeout.
+    On exit, what the pipe holds at that moment is copied too (it was printed before)."""
+    exited = _exit_watch(proc)
+    watched = [fd] + ([exited] if exited is not None else [])
+    try:
+        while True:
+            wait = 0.5 if exited is None else None
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return True
+                wait = left if wait is None else min(wait, left)
+            ready, _, _ = select.select(watched, [], [], wait)
+            if exited is not None and exited in ready or exited is None and proc.poll() is not None:
+                _read_now(fd, sinks, echo)
+                return False
+            if fd in ready:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    return _wait_exit(proc, deadline)
+                _tee(chunk, sinks, echo)
+    finally:
+        if exited is not None:
+            os.close(exited)
+
+
+def _exit_watch(proc):
+    """A file descriptor that becomes readable when `proc` exits (pidfd), or None."""
+    try:
+        return os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def _read_now(fd, sinks, echo):
+    """Copy what the pipe holds right now (FIONREAD: a writer left behind cannot add to it)."""
+    import fcntl
+    import termios
+    size = bytearray(4)
+    try:
+        fcntl.ioctl(fd, termios.FIONREAD, size)
+        left = int.from_bytes(size, sys.byteorder)
+    except OSError:
+        left = 1 << 20
+    while left > 0:
+        chunk = os.read(fd, min(left, 65536))
+        if not chunk:
+            return
+        left -= len(chunk)
+        _tee(chunk, sinks, echo)
 
 
 def _wait_exit(proc, deadline):
@@ -259,6 +302,11 @@ class LineSplitter:
             self.buf.clear()
             self.on_line(line)
             start = end + 1
+
+    def ended(self):
+        """The command's main process is gone: a last unfinished line still counts, nothing after."""
+        self.close()
+        self.on_line = None
 
     def close(self):
         if self.on_line is not None and self.buf:

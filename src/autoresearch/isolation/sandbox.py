@@ -1,30 +1,37 @@
-"""The benchmark runs where it cannot write what decides: Linux Landlock, through ctypes.
+"""The benchmark writes only where it may: Linux Landlock, through ctypes, deny by default.
 
 Landlock needs no privileges (Linux 5.13 or newer, enabled in most distributions). The engine
 builds a rule set before the benchmark starts; the child applies it to itself just before it
 execs the command, and everything the command starts inherits it. Under it the benchmark may
-write anywhere except:
+write only:
 
-- the git directory (refs, objects, the log's chain tip and the engine's copies),
-- the log `autoresearch.jsonl` and `.autoresearch/` (the run-state, the session, other runs;
-  its own run folder `.autoresearch/runs/N/` stays writable),
-- the fixed files, in the work tree and in the run's snapshot,
-- new entries at the top of the work tree or of the snapshot (a `prepare/` package or a
-  `__pycache__` there could stand in for a fixed file); files and folders already there, and
-  everything in sub-folders, stay writable. Scratch space: $TMPDIR is a fresh folder per run.
+- its snapshot, except the fixed files in it and new entries at its top (a `prepare/` package or
+  a `__pycache__` there could stand in for a fixed file); what the commit holds stays writable,
+- its run folder `.autoresearch/runs/N/`, its private temporary folder ($TMPDIR), the caches the
+  template declares (caches.py), and /dev (the GPU's device nodes, /dev/null, /dev/shm).
 
-It also cannot read (nor write) the files of the engine's state folder outside the repo (anchor.py: the chain's
-anchor, results waiting to be appended, the hidden holdout of every run): `hidden` paths.
+Everything else of the user's is read-only to it: the research repo's work tree, `.git`, the log,
+the engine's state, the engine's and the plugin's source, the user's site folder, the shell's
+startup files. Landlock grants rights beneath paths; "only these" is the rule set itself, and
+"this folder but not that file in it" is built by granting the file's siblings one by one.
 
-Landlock grants rights beneath paths and cannot subtract, so "everything except P" is built by
-walking from / towards each protected path and granting every sibling on the way. From ABI 6 the
-benchmark also cannot signal processes outside its sandbox (the engine, the user's programs).
+From ABI 6 the scopes close two handles to the outside: the benchmark cannot signal a process
+outside its sandbox (the engine, the user's shell, a tmux server) nor connect to an abstract unix
+socket made outside it (an X server, a D-Bus or IDE socket). Pathname sockets (tmux's, ssh-agent's)
+are a file-system matter Landlock does not cover; bubblewrap (bubblewrap.py) hides them.
+
+It also cannot read (nor write) the files of the engine's state folder outside the repo (anchor.py:
+the chain's anchor, results waiting to be appended, the hidden holdout of every run): `hidden`
+folders. Reads are granted everywhere else, by the same walk; listing folders stays allowed
+(READ_DIR is not handled), so a program that builds its own rules by listing folders (the ML
+harness seals train.py that way) still can.
 
 Where Landlock is missing, the engine says so once at `init` and relies on detection alone
 (integrity.py): each change is found after the run, undone, and the run recorded `tampered`.
 """
 
 import os
+import stat
 import struct
 from dataclasses import dataclass
 
@@ -36,12 +43,16 @@ CREATE_RULESET_VERSION = 1
 WRITE_FILE, READ_FILE, REMOVE_DIR, REMOVE_FILE = 1 << 1, 1 << 2, 1 << 4, 1 << 5
 MAKE = sum(1 << b for b in range(6, 13))     # char, dir, reg, sock, fifo, block, sym
 REFER, TRUNCATE = 1 << 13, 1 << 14
-SCOPE_SIGNAL = 1 << 1
+SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
+SCOPES_ABI = 6
+ALWAYS_WRITABLE = ("/dev",)   # device nodes: a GPU is opened read-write; /dev/null, /dev/shm
 
 
 def _libc():
     import ctypes
-    return ctypes.CDLL(None, use_errno=True)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    return libc
 
 
 def abi():
@@ -50,9 +61,7 @@ def abi():
         return 0
     import ctypes
     try:
-        libc = _libc()
-        libc.syscall.restype = ctypes.c_long
-        version = libc.syscall(SYS_CREATE, None, ctypes.c_size_t(0), ctypes.c_uint32(CREATE_RULESET_VERSION))
+        version = _libc().syscall(SYS_CREATE, None, ctypes.c_size_t(0), ctypes.c_uint32(CREATE_RULESET_VERSION))
     except (OSError, AttributeError):
         return 0
     return max(0, int(version))
@@ -60,26 +69,34 @@ def abi():
 
 def describe():
     """One line for `init`: what protects the harness on this machine."""
+    from autoresearch.isolation import bubblewrap
     version = abi()
+    jail = bubblewrap.usable()
+    if not version and not jail:
+        return ("sandbox: none on this system (Landlock needs Linux 5.13+, bubblewrap is not installed): a "
+                "benchmark that changes the log, the run-state, a fixed file, HEAD or the run refs is caught "
+                "after the run, undone and recorded as tampered, not prevented; install bubblewrap "
+                "(apt-get install bubblewrap) for a sandbox")
+    parts = []
+    if jail:
+        parts.append("bubblewrap (private /tmp, its own pids and IPC, read-only outside its folders)")
     if version:
-        return (f"sandbox: Landlock (ABI {version}): the benchmark cannot write the log, .git, "
-                ".autoresearch/ or the fixed files" + ("" if version >= 6 else
-                "; it can still signal other processes (needs ABI 6)"))
-    return ("sandbox: none on this system (Landlock needs Linux 5.13+): a benchmark that changes the log, "
-            "the run-state, a fixed file, HEAD or the run refs is caught after the run, undone and "
-            "recorded as tampered, not prevented")
+        parts.append(f"Landlock (ABI {version})" + ("" if version >= SCOPES_ABI else
+                     ": it can still signal other processes (needs ABI 6)"))
+    return ("sandbox: " + " + ".join(parts) + ": the benchmark writes only its snapshot, its run folder, "
+            "a private temporary folder and the declared caches")
 
 
 @dataclass
 class Confinement:
     ruleset_fd: int
     version: int
+    files: bool = True      # False: scopes only (under bubblewrap, which must still mount)
 
     def preexec(self):
         """In the child, before exec: no new privileges, then the rule set."""
         import ctypes
         libc = _libc()
-        libc.syscall.restype = ctypes.c_long
         if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
         if libc.syscall(SYS_RESTRICT, ctypes.c_int(self.ruleset_fd), ctypes.c_uint32(0)) != 0:
@@ -94,20 +111,39 @@ class Confinement:
             self.ruleset_fd = None
 
 
-def confine(protected, closed_dirs, writable, hidden=()):
-    """A Confinement that denies writes to `protected` paths (files or folders, and all beneath),
-    denies new entries in `closed_dirs` (their existing entries stay writable unless protected),
-    grants `writable` folders (inside either) in full, and denies reading the files beneath `hidden`
-    folders. None when Landlock is unavailable.
+def _ruleset(libc, version, handled):
+    import ctypes
+    scopes = SCOPE_SIGNAL | SCOPE_ABSTRACT_UNIX_SOCKET if version >= SCOPES_ABI else 0
+    if version >= SCOPES_ABI:
+        attr = struct.pack("=QQQ", handled, 0, scopes)
+    elif version >= 4:
+        attr = struct.pack("=QQ", handled, 0)
+    else:
+        attr = struct.pack("=Q", handled)
+    buf = ctypes.create_string_buffer(attr, len(attr))
+    return libc.syscall(SYS_CREATE, buf, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0))
 
-    Listing folders stays allowed everywhere (READ_DIR is not handled): a layer that denied it on
-    the way to a hidden folder would deny listing `/` and the home folder, and a program that
-    builds its own Landlock rules by listing them (the ML harness seals train.py that way) could
-    not."""
+
+def scopes_only():
+    """A Confinement with the scopes alone (no signals out, no abstract sockets out), for a
+    benchmark that bubblewrap confines on the file system (a Landlock file rule set would forbid
+    bubblewrap's mounts). None below ABI 6."""
+    version = abi()
+    if version < SCOPES_ABI:
+        return None
+    fd = _ruleset(_libc(), version, 0)
+    return Confinement(fd, version, files=False) if fd >= 0 else None
+
+
+def confine(writable, protected=(), closed=(), hidden=()):
+    """A Confinement under which only the `writable` folders (and /dev) can be written, and in them
+    neither the `protected` paths (files or folders, and all beneath) nor new entries of the
+    `closed` folders (their existing entries stay writable unless protected). Symlinks inside a
+    writable folder are not followed: what they point to keeps its own rights. None when
+    Landlock is unavailable. Files beneath the `hidden` folders cannot be read either."""
     version = abi()
     if not version:
         return None
-    import ctypes
     handled = WRITE_FILE | REMOVE_DIR | REMOVE_FILE | MAKE
     if version >= 2:
         handled |= REFER
@@ -115,48 +151,36 @@ def confine(protected, closed_dirs, writable, hidden=()):
         handled |= TRUNCATE
     file_rights = handled & (WRITE_FILE | TRUNCATE)
     unreadable = {os.path.realpath(p) for p in hidden if os.path.lexists(p)}
+    writes = handled
     if unreadable:
         handled |= READ_FILE
-    writes = handled & ~READ_FILE
     libc = _libc()
-    libc.syscall.restype = ctypes.c_long
-    if version >= 6:
-        attr = struct.pack("=QQQ", handled, 0, SCOPE_SIGNAL)
-    elif version >= 4:
-        attr = struct.pack("=QQ", handled, 0)
-    else:
-        attr = struct.pack("=Q", handled)
-    buf = ctypes.create_string_buffer(attr, len(attr))
-    fd = libc.syscall(SYS_CREATE, buf, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0))
+    fd = _ruleset(libc, version, handled)
     if fd < 0:
         return None
     guarded = {os.path.realpath(p) for p in protected}
-    closed = {os.path.realpath(p) for p in closed_dirs} - guarded
-    open_dirs = [os.path.realpath(p) for p in writable]
-    for path in _grants(guarded | closed, guarded, open_dirs):
-        _add(libc, fd, path, writes, file_rights)
-    for path in open_dirs:
-        _add(libc, fd, path, writes, file_rights)
-    if unreadable:   # reads: a second set of grants, around the hidden folders only
-        for path in _grants(unreadable, unreadable, []):
+    stops = guarded | ({os.path.realpath(p) for p in closed} - guarded)
+    for root in [os.path.realpath(p) for p in writable] + list(ALWAYS_WRITABLE):
+        for path in _grants(root, stops, guarded):
+            _add(libc, fd, path, writes, file_rights)
+    if unreadable:   # reads: a second set of grants, everywhere but the hidden folders
+        for path in _grants("/", unreadable, unreadable):
             _add(libc, fd, path, READ_FILE, READ_FILE)
     return Confinement(fd, version)
 
 
-def _grants(stops, guarded, open_dirs):
-    """Every path to grant so that all but `stops` (and what is beneath the guarded ones) is
-    writable: siblings along the way from / to each stop, and the entries of closed folders."""
+def _grants(root, stops, guarded):
+    """The paths to grant so that all of `root` is writable but the `stops` (and what is beneath
+    the guarded ones): `root` itself when no stop lies in it, else its entries, walking down
+    towards each stop."""
+    inside = {s for s in stops if s == root or s.startswith(root.rstrip("/") + "/")}
+    if not inside:
+        return [root]
     out = []
-    seen = set()
-    on_way = {"/"}   # every folder above a stop: one set lookup per entry, not a scan of the stops
-    for stop in stops:
-        folder = os.path.dirname(stop)
-        while folder not in on_way:
-            on_way.add(folder)
-            folder = os.path.dirname(folder)
 
-    def ancestor_of_stop(path):
-        return path.rstrip("/") in on_way or path == "/"
+    def on_the_way(path):
+        prefix = path.rstrip("/") + "/"
+        return path in inside or any(s.startswith(prefix) for s in inside)
 
     def walk(folder):
         try:
@@ -165,30 +189,17 @@ def _grants(stops, guarded, open_dirs):
             return
         for entry in entries:
             path = os.path.join(folder, entry.name)
-            if path in guarded or path in seen:
+            if path in guarded or entry.is_symlink():
                 continue
-            if entry.is_symlink():
-                real = os.path.realpath(path)
-                # A symlink: grant its target only when that is neither protected nor on the way.
-                if real in stops or _beneath(real, guarded) or ancestor_of_stop(real):
-                    continue
-            if path in stops or ancestor_of_stop(path):
-                seen.add(path)
+            if on_the_way(path):
                 if entry.is_dir(follow_symlinks=False):
                     walk(path)
                 continue
-            if any(_beneath(path, d) or path == d for d in open_dirs):
-                continue
             out.append(path)
 
-    walk("/")
+    if root not in guarded:
+        walk(root)
     return out
-
-
-def _beneath(path, folders):
-    if isinstance(folders, str):
-        folders = (folders,)
-    return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
 
 
 def _add(libc, ruleset, path, handled, file_rights):
@@ -198,7 +209,6 @@ def _add(libc, ruleset, path, handled, file_rights):
     except OSError:
         return
     try:
-        import stat
         is_dir = stat.S_ISDIR(os.fstat(fd).st_mode)
         attr = struct.pack("=Qi", handled if is_dir else file_rights, fd)
         buf = ctypes.create_string_buffer(attr, len(attr))

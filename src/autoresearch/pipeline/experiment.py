@@ -20,17 +20,15 @@ from dataclasses import dataclass, field
 
 from autoresearch import errors, output
 from autoresearch.decision import decide, holdout, logcache, summary
-from autoresearch.isolation import workspace
-from autoresearch.pipeline import earlyabort, preflight, recovery
+from autoresearch.pipeline import earlyabort, guarded, preflight, recovery
 from autoresearch.store import gitops, integrity, log, research, state
 from autoresearch.errors import Interrupted
 from autoresearch.store.files import write_atomic
-from autoresearch.pipeline.measure import Measurement, measure, run_env
+from autoresearch.pipeline.measure import run_env
 from autoresearch.pipeline.plan import Request, make_plan
 from autoresearch.pipeline.record import TRAPPED, record
 from autoresearch.store.research import now_ms
 from autoresearch.pipeline.verdict import judge
-from autoresearch.isolation.watch import Watch
 
 EXAMPLES = """examples:
   autoresearch run -m "baseline"
@@ -170,14 +168,6 @@ def lean(args):
         return True
 
 
-def _not_started(run, run_dir, forged):
-    """The Measurement of a run whose benchmark was not started (its snapshot's fixed files
-    were not the recorded ones); output.log says why."""
-    text = "autoresearch: the benchmark was not started: " + integrity.summary(forged) + "\n"
-    write_atomic(os.path.join(run_dir, "output.log"), text, durable=False)
-    return Measurement(run, run_dir, None, False, 0.0, None)
-
-
 @dataclass
 class Outcome:
     """One recorded run and what its result says beyond the record."""
@@ -252,36 +242,22 @@ class Experiment:
             current["phase"] = name
             state.write_current(repo, current)
 
-        self._announce(run, repeat_of, pending)
-        # The run executes its own snapshot of the commit, sandboxed; the guard notes what decides.
-        ws = workspace.open_for(repo, self.config, run, commit, run_dir, run_env(run, run_dir))
-        try:
+        def workspace_open(ws):
             current.update(phase="benchmark", token=ws.token)
             state.write_current(repo, current)
-            guard = integrity.record(repo, self.config, ws.cwd)
-            forged = integrity.snapshot_forged(guard, self.config)
-            if forged:   # the fixed files measured must be the ones init recorded: nothing runs
-                return self._judge(plan, run, run_dir, commit, repeat_of, pending, _not_started(run, run_dir, forged),
-                                   ws, forged, []), commit
-            watcher = Watch(run_dir, self._abort_checker(repeat_of, pending))
-            # The live output shows neither this run's holdout values (once written) nor, unconfined
-            # (it could read them), earlier runs'.
-            hidden = holdout.known_values(repo) if ws.confinement is None else []
-            echo = self.echo if self.echo is None else \
-                holdout.Redacting(self.echo, hidden, os.path.join(run_dir, holdout.HOLDOUT_FILE))
-            m = measure(self.config, run, run_dir, ws.cwd, echo=echo, on_start=started, on_phase=phase,
-                        env=ws.env, preexec=ws.preexec, watch=watcher)
-            if echo is not self.echo:
-                echo.finish()
-            changes = integrity.verify(repo, guard, current, state.current_copy(repo))
-            failed = integrity.restore(repo, guard, changes, current, state.current_copy(repo), commit) \
-                if changes else []
-            holdout.hide(repo, run, run_dir, m, output.warn, confined=ws.confinement is not None)
-            return self._judge(plan, run, run_dir, commit, repeat_of, pending, m, ws, changes, failed), commit
-        finally:
-            ws.close()
 
-    def _judge(self, plan, run, run_dir, commit, repeat_of, pending, m, ws, changes, failed):
+        self._announce(run, repeat_of, pending)
+        # The run executes its own snapshot of the commit, sandboxed, under the integrity guard
+        # and the watcher: the one way every run path starts a benchmark (guarded.py).
+        with guarded.run(self.config, run, run_dir, run_env(run, run_dir), repo=repo, commit=commit,
+                         echo=self.echo, on_start=started, on_phase=phase, on_workspace=workspace_open,
+                         checker=self._abort_checker(repeat_of, pending), current=current,
+                         state_copy=state.current_copy(repo), warn=output.warn) as g:
+            holdout.hide(repo, run, run_dir, g.measurement, output.warn, confined=g.sandbox != "none")
+            return self._judge(plan, run, run_dir, commit, repeat_of, pending, g), commit
+
+    def _judge(self, plan, run, run_dir, commit, repeat_of, pending, g):
+        m, changes, failed = g.measurement, g.changes, g.failed
         repo = self.repo
         for w in m.warnings:
             output.warn(f"run {run}: {w}")
@@ -292,8 +268,8 @@ class Experiment:
                            timestamp=now_ms(), segment=self.segment, asi=self.request.asi,
                            run_dir=repo.rel(run_dir), ref=f"{gitops.runs_ref(repo.root)}/{run}",
                            scope_hash=plan.scope_hash, scope_lines=plan.scope_lines, repeat_of=repeat_of,
-                           sandbox=workspace.sandbox_name(ws), output_cut_bytes=m.output_cut or None)
-        verdict = judge(self.config, prior, m, template, ws.cwd, plan.scope_lines,
+                           sandbox=g.sandbox, output_cut_bytes=m.output_cut or None)
+        verdict = judge(self.config, prior, m, template, g.tree, plan.scope_lines,
                         confirmed=pending is not None)
         if changes:
             integrity.mark_tampered(verdict, changes, failed)
@@ -398,31 +374,10 @@ class Experiment:
             lines.append(f"interrupted by {self.interrupted}: recorded, HEAD at the best commit")
         elif hint:
             lines.append(f"next: {hint}")
-        elif not s.best and self.done and self.done[-1].record.status != "keep":
-            lines.append("next: " + baseline_next_step(self.done[-1], " ".join(self.config.scope)))
         else:
             lines.append(f"next: edit {' '.join(self.config.scope)}, then "
                          'autoresearch run -m "what you changed"')
         return "\n".join(lines)
-
-
-def baseline_next_step(o, scope):
-    """What to do when the baseline failed: there is nothing to improve on yet, so the step is
-    the one that lets the code run (the diagnosis's: the environment, the set-up, or the line an
-    edit broke), then the baseline again; a new idea would be measured against nothing. The
-    engine has already put the scope back as committed (the tried code stays in the run's
-    commit), which the line says, so a person does not hunt for an edit that is gone."""
-    step = None
-    if o.diagnosis_line:
-        first = o.diagnosis_line.splitlines()[0]
-        step = first.split(" - fix: ", 1)[1] if " - fix: " in first else None
-        if step and step.startswith("none"):
-            step = None
-        elif step and "=" in step and " " not in step.split("=")[0]:
-            step = f"set {step} in {scope}"
-    what = step or "fix what stopped it (its output and diagnosis above: usually the environment or the set-up)"
-    return (f"the baseline did not run: {what} ({scope} is back as committed: the engine undid the run's "
-            f"edit), then record the baseline again: autoresearch run -m \"baseline\"")
 
 
 LEAN_TAIL_LINES = 8      # the end of a failed run's output, for a program reading the result

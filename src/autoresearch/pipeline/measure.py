@@ -56,10 +56,10 @@ def run_env(run, run_dir, base=None):
 
 
 def measure(config, run, run_dir, workdir, echo=None, on_start=None, on_phase=None, env=None, preexec=None,
-            watch=None):
+            watch=None, wrap=None):
     """Run `config.command` in `workdir` for run `run`; then, when it printed the metric, the
     checks. `on_start(pid)` gets the benchmark's pid, `on_phase(name)` each new phase,
-    `preexec` confines the commands (the sandbox), `watch` (a watch.Watch) may stop the benchmark
+    `preexec` and `wrap` confine the commands (the sandbox: Landlock, bubblewrap), `watch` (a watch.Watch) may stop the benchmark
     while it goes (stalled, early abort). METRIC lines are parsed as they stream by, and
     output.log is capped (`config.output_cap_mb`)."""
     env = env if env is not None else run_env(run, run_dir)
@@ -77,7 +77,7 @@ def measure(config, run, run_dir, workdir, echo=None, on_start=None, on_phase=No
     try:
         with errors.STOP.interruptible():
             result = runner.run(config.command, workdir, env, out_path, timeout, echo=echo, on_start=begin,
-                                cap_bytes=output_cap(config), on_line=lines, preexec=preexec)
+                                cap_bytes=output_cap(config), on_line=lines, preexec=preexec, wrap=wrap)
         m.exit_code, m.timed_out, m.duration_s = result.exit_code, result.timed_out, result.duration_s
         m.output_cut = result.output_cut
     except Interrupted as exc:
@@ -93,7 +93,7 @@ def measure(config, run, run_dir, workdir, echo=None, on_start=None, on_phase=No
     if m.interrupted is None and succeeded(m) and config.metric_name in m.found and config.checks:
         if on_phase:
             on_phase("checks")
-        _run_checks(config, m, workdir, env, preexec)
+        _run_checks(config, m, workdir, env, preexec, wrap)
     return m
 
 
@@ -111,12 +111,12 @@ def succeeded(m):
     return not m.timed_out and m.exit_code == 0
 
 
-def _run_checks(config, m, workdir, env, preexec=None):
+def _run_checks(config, m, workdir, env, preexec=None, wrap=None):
     timeout = float(config.checks_timeout_s or DEFAULT_CHECKS_TIMEOUT_S)
     try:
         with errors.STOP.interruptible():
             result = runner.run(config.checks, workdir, env, os.path.join(m.run_dir, "checks.log"), timeout,
-                                echo=None, cap_bytes=output_cap(config), preexec=preexec)
+                                echo=None, cap_bytes=output_cap(config), preexec=preexec, wrap=wrap)
     except Interrupted as exc:
         m.interrupted, m.interrupted_in = exc, "checks"
         return

@@ -540,7 +540,7 @@ class Wave:
                            timestamp=now_ms(), segment=self.segment, asi=slot.get("asi") or {},
                            run_dir=self.repo.rel(run_dir), ref=f"{gitops.RUNS_REF}/{run}",
                            scope_hash=slot.get("scope_hash"), scope_lines=slot.get("scope_lines"),
-                           repeat_of=slot.get("repeat_of"), policy="wave", extra=extra)
+                           repeat_of=slot.get("repeat_of"), policy="wave", sandbox=res.get("sandbox"), extra=extra)
         if res.get("error"):
             rec = template
             rec.status, rec.reason = "crash", f"the pool task failed: {res['error']}"
@@ -551,6 +551,9 @@ class Wave:
             tree = os.path.join(tmp, "tree")
             snapshot.export_commit(self.repo.root, slot["commit"], tree)
             v = verdict.judge(self.config, list(self.runs), m, template, tree, scope_lines=slot.get("scope_lines"))
+        if res.get("tampered"):
+            from autoresearch.store import integrity
+            integrity.mark_tampered(v, res["tampered"], res.get("not_restored") or [])
         rec = v.record
         if v.decision is not None and not v.decision.implausible:
             rec.extra["_decidable"] = True

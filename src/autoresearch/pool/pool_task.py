@@ -8,8 +8,9 @@ decides or records: the results go back to the pool runner, the one writer of th
   its own (`snapshot.export_commit`, plus links to untracked data such as `.venv/`).
 - On another machine the commit's files come with the task as bytes and are materialised
   into a temporary folder (`snapshot.materialize`).
-Either way the benchmark runs in that folder, never in the live work tree, and everything
-it wrote into its run folder comes back as bytes.
+Either way the benchmark runs in that folder, never in the live work tree, under the same
+guards as a single run (guarded.py: the sandbox, the integrity guard where the repository is,
+stall detection), and everything it wrote into its run folder comes back as bytes.
 """
 
 import os
@@ -26,7 +27,6 @@ from autoresearch.isolation import snapshot
 
 MAX_FILE_BYTES = 32 << 20      # a file the run wrote larger than this stays behind (noted)
 MAX_TOTAL_BYTES = 256 << 20    # and so does everything past this much in all
-RUN_STATE_SKIP = (".autoresearch/", "autoresearch.jsonl")
 
 
 def run_experiment(spec, node_id):
@@ -35,26 +35,40 @@ def run_experiment(spec, node_id):
     spec: run, commit, repo (path on the head), head_node, files ({path: bytes}), executable,
     config (the segment's header, as JSON). The measurement is measure.py's, as for a single run.
     """
-    from autoresearch.store import log
-    from autoresearch.pipeline.measure import measure
+    from autoresearch.pipeline import guarded
+    from autoresearch.pipeline.measure import run_env
+    from autoresearch.store import log, research
     started = time.time()
     _reap_children()
     config = log.Config.from_json(spec["config"])
     work = Path(tempfile.mkdtemp(prefix=f"autoresearch-run{spec['run']}-"))
-    tree, run_dir = work / "tree", work / "run"
+    run_dir = work / "run"
     run_dir.mkdir()
+    repo = spec.get("repo")
+    here = bool(repo) and node_id == spec.get("head_node") and os.path.exists(os.path.join(repo, ".git"))
     try:
         t0 = time.monotonic()
-        where = _snapshot(spec, node_id, tree)
-        snapshot_s = time.monotonic() - t0
-        bench_start = time.time()
-        m = measure(config, spec["run"], str(run_dir), str(tree))
-        bench_end = time.time()
-        files, left = _collect(run_dir)
-        return {"run": spec["run"], "measurement": m, "files": files, "left_behind": left, "node": node_id,
-                "host": socket.gethostname(), "snapshot": where, "snapshot_s": round(snapshot_s, 4),
-                "started": started, "bench_started": bench_start, "bench_ended": bench_end, "ended": time.time(),
-                "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
+        tree = None
+        if not here:
+            tree = snapshot.materialize(spec["files"], work / "tree", executable=set(spec.get("executable") or ()))
+        where = "export" if here else "bytes"
+        bench = {}
+
+        def began(pid):
+            bench["started"] = time.time()
+        env = run_env(spec["run"], str(run_dir))
+        with guarded.run(config, spec["run"], str(run_dir), env, repo=research.Repo(repo) if here else None,
+                         commit=spec["commit"], tree=tree, on_start=began,
+                         on_workspace=lambda ws: bench.update(snapshot_s=time.monotonic() - t0),
+                         concurrent=True) as g:
+            bench_end = time.time()
+            files, left = _collect(run_dir)
+            return {"run": spec["run"], "measurement": g.measurement, "files": files, "left_behind": left,
+                    "node": node_id, "host": socket.gethostname(), "snapshot": where,
+                    "snapshot_s": round(bench.get("snapshot_s", 0.0), 4), "started": started,
+                    "bench_started": bench.get("started", bench_end), "bench_ended": bench_end,
+                    "ended": time.time(), "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+                    "sandbox": g.sandbox, "tampered": g.changes, "not_restored": g.failed}
     finally:
         snapshot.remove(work)
 
@@ -67,17 +81,6 @@ def _reap_children():
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     except ValueError:   # not the main thread: nothing to restore from here
         pass
-
-
-def _snapshot(spec, node_id, tree):
-    """The run's own tree: exported from git on the head machine, else from the shipped bytes."""
-    repo = spec.get("repo")
-    if repo and node_id == spec.get("head_node") and os.path.exists(os.path.join(repo, ".git")):
-        snapshot.export_commit(Path(repo), spec["commit"], tree)
-        snapshot.link_untracked(repo, tree, skip=RUN_STATE_SKIP)
-        return "export"
-    snapshot.materialize(spec["files"], tree, executable=set(spec.get("executable") or ()))
-    return "bytes"
 
 
 def _collect(run_dir):

@@ -12,6 +12,7 @@ import shutil
 
 from autoresearch import agent_sandbox, errors, metrics, output
 from autoresearch.decision import decide
+from autoresearch.isolation import caches
 from autoresearch.pipeline import recovery
 from autoresearch.setup import torch_route
 from autoresearch.store import gitops, log, research, state
@@ -80,6 +81,9 @@ def add_parsers(sub):
                    help="stop a candidate whose smoothed training loss is clearly behind the best's from "
                         "progress AT on (default 0.4; needs a steps file, as the ML template writes; "
                         "see references/early-abort.md)")
+    p.add_argument("--cache", action="append", metavar="PATH", default=None,
+                   help="a folder the sandboxed benchmark may write besides its own (a tool's cache, e.g. "
+                        "~/.cache/mytool; repeatable; `~` and $VARS expand at each run; --template ml adds its own)")
     p.add_argument("--simplicity", action="store_true",
                    help="policy: keep a change within noise that makes the scope smaller")
     p.add_argument("--session", metavar="ID", help="owner session (default: $CLAUDE_CODE_SESSION_ID)")
@@ -112,6 +116,14 @@ def _float(text):
     return value
 
 
+def _check_caches(entries, root):
+    """Refuse a --cache that would open what decides to the benchmark (caches.py), before anything is made."""
+    for cache in caches.resolve([e for e in entries or [] if e.strip()], dict(os.environ), os.path.realpath(root)):
+        if cache.why:
+            raise errors.UsageError(f"--cache {cache.declared}: {cache.why}; name a folder of the tool's own "
+                                    "(e.g. ~/.cache/TOOL)")
+
+
 def _fraction(text):
     try:
         value = float(text)
@@ -129,6 +141,7 @@ def cmd_init(args):
         _template_home()   # refuse before anything is created
         route = _torch_route(gitops.toplevel(cwd) or cwd)
     root = gitops.toplevel(cwd)
+    _check_caches(args.cache, root or cwd)
     if root is not None:
         return _init_in(research.Repo(root), args, route)
     if not args.git_init:
@@ -379,6 +392,7 @@ def _header(repo, args, s, segment):
         start_commit=gitops.head(repo.root),
         engine=f"autoresearch {__import__('autoresearch').__version__}",
         early_abort={"at": args.early_abort} if args.early_abort else None,
+        caches=caches.TEMPLATES.get(args.template, []) + [c for c in getattr(args, "cache", None) or [] if c.strip()],
     )
 
 

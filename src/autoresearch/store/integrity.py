@@ -97,10 +97,12 @@ class Guard:
     snapshot_files: list = field(default_factory=list)
     git_files: list = field(default_factory=list)     # FileState: where git reads what it runs
     git_folders: list = field(default_factory=list)   # Folder: the hooks
+    skip_refs: tuple = ()       # ref prefixes others may change meanwhile (a pool wave's candidates)
 
 
 SNAPSHOT_SUFFIX = " (in the run's snapshot)"
 NOT_STARTED = "the benchmark was not started"
+CONCURRENT_REFS = ("refs/autoresearch/candidates/",)   # `submit` writes these while a wave runs
 GIT_FILE = "git setup"          # the label of each: "git setup .git/config", "git setup .git/hooks/post-commit"
 
 
@@ -114,8 +116,10 @@ class Change:
         return f"{self.what} {self.how}"
 
 
-def record(repo, config, snapshot_dir=None):
-    """Note what decides, just before the benchmark starts."""
+def record(repo, config, snapshot_dir=None, concurrent=False):
+    """Note what decides, just before the benchmark starts. `concurrent`: a pool wave's run, beside
+    which the agent goes on (it may submit candidates, its session file may change): those refs
+    and that file are left out, the rest is guarded as for a single run."""
     root = repo.root
     files = [FileState.of(repo.log, "the log")]
     folder = chain.state_dir(repo.log)
@@ -123,7 +127,8 @@ def record(repo, config, snapshot_dir=None):
         files += [FileState.of(os.path.join(folder, chain.COPY), "the engine's copy of the log"),
                   FileState.of(os.path.join(folder, chain.TIP), "the log's chain tip"),
                   FileState.of(anchor.anchor_path(root), "the chain's anchor")]   # outside the repo
-    files.append(FileState.of(repo.session, "the session file"))
+    if not concurrent:
+        files.append(FileState.of(repo.session, "the session file"))
     for name in config.fixed or {}:
         files.append(FileState.of(os.path.join(root, name), f"fixed file {name}"))
     snap = []
@@ -134,7 +139,8 @@ def record(repo, config, snapshot_dir=None):
     git_files, git_folders = _record_git_setup(root)
     branch = gitops.branch_ref(root)
     refs = _refs_for(root, branch)
-    return Guard(root, files, _head(root, branch, refs), branch, refs, snap, git_files, git_folders)
+    skip = CONCURRENT_REFS if concurrent else ()
+    return Guard(root, files, _head(root, branch, refs), branch, refs, snap, git_files, git_folders, skip)
 
 
 def _record_git_setup(root):
@@ -257,6 +263,8 @@ def verify(repo, guard, current=None, state_copy=None):
     if branch != guard.branch:
         changes.append(Change("the checked-out branch", f"switched from {guard.branch} to {branch or 'a detached HEAD'}"))
     for name in sorted(set(refs) | set(guard.refs)):
+        if name.startswith(guard.skip_refs or ("\0",)):
+            continue
         if refs.get(name) != guard.refs.get(name):
             how = ("created" if name not in guard.refs else "deleted" if name not in refs
                    else f"moved from {guard.refs[name][:7]} to {refs[name][:7]}")
@@ -365,10 +373,10 @@ def _restore_git(guard):
     root = guard.root
     now = _refs_for(root, guard.branch)
     for name, sha in guard.refs.items():
-        if now.get(name) != sha:
+        if now.get(name) != sha and not name.startswith(guard.skip_refs or ("\0",)):
             gitops.git(root, "update-ref", name, sha)
     for name in set(now) - set(guard.refs):
-        if name.startswith("refs/autoresearch/"):
+        if name.startswith("refs/autoresearch/") and not name.startswith(guard.skip_refs or ("\0",)):
             gitops.git(root, "update-ref", "-d", name)
     if gitops.branch_ref(root) != guard.branch and guard.branch:
         gitops.git(root, "symbolic-ref", "HEAD", guard.branch)

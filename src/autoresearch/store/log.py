@@ -361,6 +361,7 @@ class Config(_Record):
     start_commit: str = None
     engine: str = None
     early_abort: object = _optional("dict?")   # {"at": progress} when `init --early-abort` turned it on
+    caches: object = _optional("list?")   # folders the benchmark may write beyond its own (caches.py); None: the template's
     prev: str = None         # the log's hash chain: the hash of the line before (chain.py)
     extra: dict = field(default_factory=dict)
 
@@ -401,7 +402,7 @@ class Run(_Record):
     exit_code: int = None
     policy: str = None
     value: float = None      # the decided value (median of the code's measurements) at decision time
-    sandbox: str = None      # what confined the benchmark: "landlock-N" or "none"
+    sandbox: str = None      # what confined the benchmark: "bwrap+landlock-N", "bwrap", "landlock-N" or "none"
     output_cut_bytes: int = None   # bytes of output left out of output.log (its cap)
     tampered: object = _optional("list?")   # status tampered: what the run changed (the engine restored it)
     early_abort: object = _optional("dict?")   # where the engine stopped a run behind the best (earlyabort.py)
