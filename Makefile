@@ -24,8 +24,9 @@ demo: setup
 test: setup
 	$(PY) -m pytest
 
-# The fast inner loop before a commit: every room's unit and contract tests, no browser, Claude
-# CLI, Ray or training (tests/conftest.py NEEDS lists what is left out).
+# The fast inner loop before a commit (under 3 minutes on a 2-core machine): every room's unit and
+# contract tests, no browser, Claude CLI, Ray, training or long real runs (tests/conftest.py NEEDS
+# lists what is left out).
 check: setup
 	$(PY) -m pytest -q -m "not slow"
 

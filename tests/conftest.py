@@ -70,13 +70,15 @@ NEEDS = {
                        "template/test_next_steps.py", "template/test_prepare_without_packages.py",
                        "diagnosis/test_diagnosis_hostile_runs.py", "engine/test_engine_compile_cache.py",
                        "engine/test_engine_chaos.py"],
+    "seconds of real benchmark time per test": ["engine/test_engine_watch.py", "integrity/test_attacks.py",
+                                                "integrity/test_git_execution.py"],
 }
 _SLOW = tuple(path for paths in NEEDS.values() for path in paths)
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "slow: needs a browser, the Claude CLI, Ray or real training "
-                                       "(left out of `make check`)")
+    config.addinivalue_line("markers", "slow: needs a browser, the Claude CLI, Ray, real training or "
+                                       "long real runs (left out of `make check`)")
 
 
 def pytest_collection_modifyitems(config, items):
