@@ -62,8 +62,9 @@ COMMANDS = {
 ROUTES = {"run": "autoresearch.pool.pool"}
 
 
-def _dispatch(args):
-    route = ROUTES.get(args.command)
+def _dispatch(command, args):
+    """Run `command` (the first word of argv: args.command is init's --command option for init)."""
+    route = ROUTES.get(command)
     if route:
         code = importlib.import_module(route).route(args)
         if code is not None:
@@ -118,7 +119,7 @@ def _main(argv, as_json):
             parser.print_help(sys.stderr)
             return _fail(as_json, EXIT_USAGE, "usage", "no command given (see `autoresearch --help`)")
         _refuse_from_agent(command, args)
-        return _dispatch(args)
+        return _dispatch(command, args)
     except Refused as exc:
         print(f"autoresearch: refused: {exc}", file=sys.stderr)
         return _fail(as_json, EXIT_REFUSED, "refused", str(exc))
