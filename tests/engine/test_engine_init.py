@@ -140,3 +140,11 @@ def test_a_log_moved_aside_never_reuses_an_old_run_number(repo):
     assert record["run"] == 2 and record["ref"] == "refs/autoresearch/runs/2"
     assert repo.git("rev-parse", "refs/autoresearch/runs/1") == old_commit
     assert (repo.root / ".autoresearch/runs/1/output.log").read_text().count("value 1.0") == 1
+
+
+def test_a_benchmark_command_named_like_an_engine_command_is_just_the_command(tmp_path):
+    """`--command run` is the benchmark's command line: init records it (the engine never takes it
+    for its own `run` command and routes the call elsewhere)."""
+    repo = make_repo(tmp_path / "r", ("--metric", "loss", "--command", "run", "--scope", "value.txt", "--json"))
+    header = json.loads((repo.root / "autoresearch.jsonl").read_text().splitlines()[0])
+    assert header["command"] == "run"
