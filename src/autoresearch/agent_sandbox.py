@@ -184,6 +184,14 @@ def agent_sandbox_problem():
     return None
 
 
+def state(root, fixed):
+    """The agent's side as status reports it: whether the sandbox can start here, and whether the
+    repo's local settings hold the boundary for today's fixed files."""
+    problem = agent_sandbox_problem()
+    return {"available": problem is None, "problem": problem,
+            "settings_current": project_settings_current(root, fixed)}
+
+
 def mode_line(problem=None, *, checked=True):
     """The one line `init`, `status` and `night` show about the agent's side."""
     if not checked:

@@ -54,7 +54,9 @@ def night(tmp_path, env=None, bench=BENCH):
     (root / "train.sh").write_text("echo training\n")
     repo.git("add", ".")
     repo.git("commit", "-qm", "hostile benchmark")
-    env = dict(env or {}, HIDDEN_SOURCE=str(hidden))
+    # A state folder of this repo's own: unsandboxed, a run reads the whole state folder, and the
+    # engine redacts only this repo's values (the test session's shared folder holds other tests').
+    env = dict(env or {}, HIDDEN_SOURCE=str(hidden), XDG_STATE_HOME=str(tmp_path / "state"))
     repo.ok("init", "--metric", "loss", "--command", "bash bench.sh", "--scope", "train.sh", "value.txt",
             "--fixed", "bench.sh", env=env)
     outputs = []

@@ -14,8 +14,9 @@ import bisect
 import os
 from dataclasses import dataclass, field
 
+from autoresearch import agent_sandbox
 from autoresearch.decision import decide
-from autoresearch.store import ledger, log, night_log, poolfiles, state
+from autoresearch.store import anchor, ledger, log, night_log, poolfiles, state
 
 
 STATUSES = log.STATUSES
@@ -391,6 +392,8 @@ def status_from(repo, config, s, last_runs, total_runs, runs):
         "budgets": budgets.to_dict(),
         "budget_spent": spent,
         "night": night_log.summary(repo),
+        "anchor": anchor.check(repo.root, repo.log).to_json(),   # the log against the anchor outside the repo
+        "agent_sandbox": agent_sandbox.state(repo.root, sorted(c.fixed)),
     }
 
 

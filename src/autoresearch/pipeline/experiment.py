@@ -374,10 +374,31 @@ class Experiment:
             lines.append(f"interrupted by {self.interrupted}: recorded, HEAD at the best commit")
         elif hint:
             lines.append(f"next: {hint}")
+        elif not s.best and self.done and self.done[-1].record.status != "keep":
+            lines.append("next: " + baseline_next_step(self.done[-1], " ".join(self.config.scope)))
         else:
             lines.append(f"next: edit {' '.join(self.config.scope)}, then "
                          'autoresearch run -m "what you changed"')
         return "\n".join(lines)
+
+
+def baseline_next_step(o, scope):
+    """What to do when the baseline failed: there is nothing to improve on yet, so the step is
+    the one that lets the code run (the diagnosis's: the environment, the set-up, or the line an
+    edit broke), then the baseline again; a new idea would be measured against nothing. The
+    engine has already put the scope back as committed (the tried code stays in the run's
+    commit), which the line says, so a person does not hunt for an edit that is gone."""
+    step = None
+    if o.diagnosis_line:
+        first = o.diagnosis_line.splitlines()[0]
+        step = first.split(" - fix: ", 1)[1] if " - fix: " in first else None
+        if step and step.startswith("none"):
+            step = None
+        elif step and "=" in step and " " not in step.split("=")[0]:
+            step = f"set {step} in {scope}"
+    what = step or "fix what stopped it (its output and diagnosis above: usually the environment or the set-up)"
+    return (f"the baseline did not run: {what} ({scope} is back as committed: the engine undid the run's "
+            f"edit), then record the baseline again: autoresearch run -m \"baseline\"")
 
 
 LEAN_TAIL_LINES = 8      # the end of a failed run's output, for a program reading the result

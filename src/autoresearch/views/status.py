@@ -9,7 +9,7 @@ import argparse
 from autoresearch import agent_sandbox, errors, output
 from autoresearch.decision import logcache, summary
 from autoresearch.decision.summary import LAST_RUNS, NOISE_COMMAND, status_from
-from autoresearch.store import anchor, ledger, log, night_log, research, state
+from autoresearch.store import ledger, log, night_log, research, state
 
 
 def add_parsers(sub):
@@ -57,19 +57,16 @@ def cmd_status(args):
     repo = research.find()
     recover_if_needed(repo)
     status = compute(repo, warn=output.warn)
-    status["anchor"] = anchor.check(repo.root, repo.log).to_json()   # the log against the anchor outside the repo
-    text = status_text(status) + "\n" + _agent_side(repo, status)
+    text = status_text(status) + "\n" + _agent_side(status)
     output.emit(args, text, status)
     return errors.EXIT_OK
 
 
-def _agent_side(repo, status):
-    """Which mode the agent's side runs in (asked here, not in compute(): the hooks call that often)."""
-    problem = agent_sandbox.agent_sandbox_problem()
-    current = agent_sandbox.project_settings_current(repo.root, status.get("fixed") or [])
-    status["agent_sandbox"] = {"available": problem is None, "problem": problem, "settings_current": current}
-    text = agent_sandbox.mode_line(problem)
-    if problem is None and not current:
+def _agent_side(status):
+    """Which mode the agent's side runs in (the status object's agent_sandbox)."""
+    side = status["agent_sandbox"]
+    text = agent_sandbox.mode_line(side["problem"])
+    if side["problem"] is None and not side["settings_current"]:
         text += (f"\n  {agent_sandbox.SETTINGS_FILE} does not hold the boundary for today's fixed files: a plain "
                  "Claude Code session here is not sandboxed as it should be (`night` passes its own settings)")
     return text
