@@ -199,3 +199,7 @@ def test_the_runs_table_reads_without_the_script(night, tmp_path):
     crashed = next(n for n, r in sorted(records.items()) if r.get("diagnosis"))
     row = next(r for r in drawn.rows[1:] if r[0] == str(crashed))
     assert row[7] == ", ".join(records[crashed]["diagnosis"]["codes"])
+    # One renderer: every cell the script shows is the text the report wrote (views/report.py
+    # table_cells), whatever order the script sorts the rows in.
+    assert drawn.rows[0] == head
+    assert {r[0]: r for r in drawn.rows[1:]} == {r[0]: r for r in rows}
