@@ -412,9 +412,17 @@ def test_outside_tmux_night_starts_itself_in_tmux_and_says_how_to_attach(tmp_pat
                 time.sleep(0.5)
             events = [json.loads(line) for line in log.read_text().splitlines()]
             assert events[-1]["event"] == "end" and "iteration budget is spent" in events[-1]["reason"]
-            window = subprocess.run([tmux, "capture-pane", "-p", "-t", "autoresearch-night-research"], env=env,
-                                    capture_output=True, text=True).stdout
-            assert "ended: the iteration budget is spent" in window and "autoresearch night ended (exit 0)" in window
+            # The window prints its last lines just after the night log's end event: read it until
+            # they are there (whole history, wrapped lines joined: the pane is 80 columns wide).
+            wanted = ("ended: the iteration budget is spent", "autoresearch night ended (exit 0)")
+            deadline = time.time() + 30
+            while True:
+                window = subprocess.run([tmux, "capture-pane", "-p", "-J", "-S", "-", "-t",
+                                         "autoresearch-night-research"], env=env, capture_output=True, text=True).stdout
+                if all(w in window for w in wanted) or time.time() > deadline:
+                    break
+                time.sleep(0.5)
+            assert all(w in window for w in wanted), window
             again = autoresearch(["night", "--", "--plugin-dir", str(ROOT)], repo, env)
             assert again.returncode == 3   # the budget is spent: nothing to do, whatever the window holds
         finally:
