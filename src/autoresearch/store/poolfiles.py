@@ -53,31 +53,23 @@ def is_up(repo):
 
 
 def queued(paths):
-    out = []
-    try:
-        names = os.listdir(paths.candidates)
-    except OSError:
-        return out
-    for name in names:
-        if name.endswith(".json") and name[:-5].isdigit():
-            data = read_json(os.path.join(paths.candidates, name))
-            if data:
-                out.append(data)
-    return sorted(out, key=lambda c: c["id"])
+    """The submitted candidates, by id."""
+    return sorted(_numbered(paths.candidates), key=lambda c: c["id"])
 
 
 def waves(paths):
-    out = []
+    """Every wave's file, by wave number."""
+    return sorted(_numbered(paths.waves_dir), key=lambda w: w["wave"])
+
+
+def _numbered(folder):
+    """The readable `N.json` files of `folder` (none when it is missing)."""
     try:
-        names = os.listdir(paths.waves_dir)
+        names = os.listdir(folder)
     except OSError:
-        return out
-    for name in names:
-        if name.endswith(".json") and name[:-5].isdigit():
-            data = read_json(os.path.join(paths.waves_dir, name))
-            if data:
-                out.append(data)
-    return sorted(out, key=lambda w: w["wave"])
+        return []
+    found = (read_json(os.path.join(folder, n)) for n in names if n.endswith(".json") and n[:-5].isdigit())
+    return [data for data in found if data]
 
 
 def status_data(repo):
