@@ -231,16 +231,23 @@ def test_signals_after_the_first_leave_the_record_whole(repo):
     best, engine = _start_slow_run(repo)
     child = _wait_for_child(repo)
     engine.send_signal(signal.SIGINT)
-    deadline = time.monotonic() + 30
+    # "After the first" as the engine sees it: once it has acted on the Ctrl-C (the benchmark is
+    # stopped). Two signals sent microseconds apart reach a two-threaded process in either order on
+    # a loaded machine, and which of the two is named first is then not the engine's to know.
+    deadline = time.monotonic() + 15
+    while not process_gone(child) and time.monotonic() < deadline:
+        time.sleep(0.002)
+    deadline, sent = time.monotonic() + 30, 0
     while engine.poll() is None and time.monotonic() < deadline:
         engine.send_signal(signal.SIGTERM)
+        sent += 1
         time.sleep(0.005)
+    assert sent >= 1   # the storm met the engine while it recorded the run (about 20 here)
     out, err = engine.communicate(timeout=20)
     assert engine.returncode == 130 and "interrupted by SIGINT: recorded" in out, err
     record = repo.runs()[-1]
     assert record["status"] == "crash" and "SIGINT" in record["reason"], record
     assert repo.head() == best and not (repo.root / ".autoresearch/current.json").exists()
-    _wait_gone(child)
 
 
 def test_a_signal_while_the_run_is_prepared_stops_it_whole(repo):
