@@ -15,7 +15,7 @@ import math
 import re
 
 from gpu_train_debug import accounting as acc
-from gpu_train_debug import evidence, harness_verdict, logtext, memory, patterns
+from gpu_train_debug import evidence, fallbacks, harness_verdict, logtext, memory, patterns
 
 FAMILIES = ("OOM", "GPU_UNSUPPORTED", "DTYPE_UNSUPPORTED", "NO_ACCELERATOR", "NAN_LOSS",
             "COMPILE_FAILURE", "MISSING_DEPENDENCY", "TOKENIZER", "DATA", "DISTRIBUTED",
@@ -183,8 +183,8 @@ class _Diagnosis:
         elif self._batch_invalid():
             result = self._batch_not_divisible()
         else:
-            result = (self._from_results_row() or self._from_exception() or self._killed()
-                      or self._unknown())
+            result = (self._from_results_row() or self._from_exception() or self._nan_tensor()
+                      or self._killed() or self._unknown())
         family, codes, fix, explanation = result
         if not self.template and self.status != "implausible":
             explanation = (explanation.rstrip() + " " + self._benchmark_context()).strip()
@@ -1014,6 +1014,8 @@ class _Diagnosis:
 
     def _from_exception(self, after=0):
         raised = self._failing_exception()
+        if raised is None and not after:
+            raised = fallbacks.pasted_exception(self.log)   # quoted inside a sentence
         if raised is None or raised.start < after:
             return None
         self.inter["exception"] = raised.text()[:300]
@@ -1061,6 +1063,9 @@ class _Diagnosis:
                 f"{raised.text()[:120]}: the tokenizer file (tokenizer.json) is not valid JSON: a Git LFS pointer "
                 "or an interrupted download, or a format newer than the installed `tokenizers`. Download the "
                 "tokenizer files again (git lfs pull), or upgrade tokenizers/transformers.")
+        read = self._structure(raised, link)
+        if read is not None:
+            return read or None
         if name in self._CODE_ERRORS and not self._code_error_evidence(raised):
             # A TypeError/ValueError/... raised inside an installed library, or pasted without a
             # traceback, is as often a version mismatch or bad data as a bug in the code: a
@@ -1081,6 +1086,34 @@ class _Diagnosis:
                 f"expects. Install the version the project pins (its requirements or lock file).")
         return None
 
+    def _structure(self, raised, link):
+        """What the exception's structure says when no signature knew its text
+        (gpu_train_debug/fallbacks.py): the statement that raised it, the library it was raised
+        in, the other exceptions of its chain. A diagnosis, False for "name no family", or None."""
+        statement = _statement_before(self.log, raised.start)
+        own = logtext.own_frame(self.log, raised.start) if raised.file else None
+        names = [raised.name] + [link.name for link in self.ev.chain]
+        for read in (lambda: fallbacks.assertion(raised, statement),
+                     lambda: fallbacks.dataset_build(names, raised.message),
+                     lambda: fallbacks.json_decode(raised, own[3] if own and own[3] else statement),
+                     lambda: fallbacks.library_attribute(raised, link),
+                     lambda: fallbacks.message_contract(raised)):
+            found = read()
+            if found:
+                family, codes, why, explanation = found
+                self.decided_by.append({"line": raised.text()[:200], "why": why})
+                return family, codes, {}, explanation
+            if found is False:
+                return False
+        return None
+
+    def _nan_tensor(self):
+        """A loss printed as a tensor that is nan/inf, with no exception after it."""
+        if not fallbacks.nan_loss_tensor(self.log):
+            return None
+        self.decided_by.append({"line": "tensor(nan/inf ...) printed as the loss", "why": "a non-finite loss"})
+        return self._nan("LOSS_DIVERGED")
+
     def _library_contract(self, raised, link):
         """Exceptions whose structure says more than their type: a keyword a library no longer
         takes, a model type the installed transformers does not know, a name an optional kernel
@@ -1089,6 +1122,15 @@ class _Diagnosis:
         name, message = raised.name, raised.message
         frames = link.frames if link else []
         where = f" at {raised.where()}" if raised.file else ""
+        keyword = fallbacks.unexpected_keyword(raised, link)
+        if keyword is False:
+            self.decided_by.append({"line": raised.text()[:200], "why": "a keyword a model's forward does not take: "
+                                    "the model's own signature or the caller's code, no release says which"})
+            return False
+        if keyword:
+            family, codes, why, explanation = keyword
+            self.decided_by.append({"line": raised.text()[:200], "why": why})
+            return family, codes, {}, explanation
         if name == "TypeError" and "unexpected keyword argument" in message:
             if link is not None and link.raised_in not in (None, "python"):
                 self.decided_by.append({"line": raised.text()[:200], "why": f"a keyword the installed `{link.raised_in}` does not take"})

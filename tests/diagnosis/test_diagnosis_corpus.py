@@ -73,7 +73,7 @@ def test_acceptance_batch_records_are_complete_and_scored():
     assert {"precision", "coverage", "family_accuracy"} <= set(TABLE[ACCEPTANCE])
 
 
-@pytest.mark.parametrize("split", SPLITS + BATCHES)
+@pytest.mark.parametrize("split", SPLITS + BATCHES + DEV_LATER)
 def test_precision_first_a_named_family_is_right(split):
     # A wrong family is worse than UNKNOWN: the agent acts on it.
     row = TABLE[split]

@@ -1,0 +1,221 @@
+"""Fallbacks read from the structure of a failure, for logs no signature in patterns.py knows.
+
+They look at what any Python traceback shows, whatever the project: the class of the exception
+that ended the run, the statement that raised it (the source line printed above it), the
+library its deepest frame lives in, and the classes of the other exceptions of its chain. Each
+reading is one whose meaning holds across projects:
+
+- an `assert` that a path exists failed: a file or folder the run needs is missing (DATA);
+- an `assert torch.cuda.is_available()` failed: no usable GPU (NO_ACCELERATOR);
+- pyarrow's ArrowInvalid/ArrowTypeError or datasets' DatasetGenerationError while a dataset was
+  built: the data file's records do not have one consistent format (DATA);
+- a JSONDecodeError raised by the statement that reads a config file: the config is not valid
+  JSON (CONFIG_INVALID); by one that reads a data file: the data is not (DATA);
+- `<LibraryConfigClass>.__init__() got an unexpected keyword argument` for the training-library
+  classes whose keywords are renamed between releases (TrainingArguments, SFTConfig, ...): the
+  installed release is not the one the code was written for (MISSING_DEPENDENCY);
+- `forward() got an unexpected keyword argument`, raised where torch calls a module's forward:
+  the model's own signature, not a library release, so no family;
+- an AttributeError raised inside an installed library about one of its own objects: two
+  libraries of releases that do not go together (MISSING_DEPENDENCY);
+- torch's `index out of range in self` (an embedding lookup): token ids beyond the embedding
+  table (CONFIG_INVALID), the CPU twin of the device-side assert;
+- peft's `Target modules ... not found in the base model`: LoRA target names this model does not
+  have (CONFIG_INVALID); bitsandbytes' refusal to move a quantised model (CONFIG_INVALID);
+- transformers' `Unable to create tensor ... excessive nesting`: the features handed to the
+  collator are not token ids (the data's fields or format, DATA);
+- a loss printed as a tensor, `tensor(nan, ... grad_fn=<...LossBackward0>)` (NAN_LOSS).
+
+Each returns (family, codes, why, explanation) or None; `False` means "name no family" (a wrong
+family is worse than UNKNOWN). Standard library only, bounded scans.
+"""
+
+import re
+
+from gpu_train_debug import logtext
+
+# -- assertions ------------------------------------------------------------------------------
+
+_PATH_ASSERT = re.compile(
+    r"\bassert\b[^\n]*?(?:os\.path\.(?:exists|isfile|isdir|lexists)\s*\(|\.(?:exists|is_file|is_dir)\(\s*\)"
+    r"|os\.access\s*\(|glob\()")
+_GPU_ASSERT = re.compile(r"\bassert\b[^\n]*?\b(?:torch\.)?cuda\.(?:is_available|device_count)\s*\(")
+_MISSING_WORDS = re.compile(r"\b(?:does\s*n[o']t exist|not exists?|not found|no such file|cannot find|can't find|could not find)\b",
+                            re.I)
+_FILE_WORDS = re.compile(r"\b(?:file|path|dir(?:ectory)?|folder|checkpoint|ckpt|weights?|model|dataset|data)\b"
+                         r"|\.(?:pth?|bin|json|ya?ml|safetensors|ckpt|npy|txt|csv)\b", re.I)
+
+
+def assertion(raised, statement):
+    """An AssertionError read from the check that failed."""
+    if raised.name != "AssertionError":
+        return None
+    checked = f"{statement}\n{raised.message}"
+    if _PATH_ASSERT.search(checked):
+        return ("DATA", ["FILE_MISSING"], "the failed assert checks that a path exists", (
+            f"An assert that a file or folder exists failed (`{statement.strip()[:120]}`): a path the run needs is "
+            "missing. Download or create it (a checkpoint, a config, the prepared data), or fix the path (relative "
+            "paths depend on the working directory)."))
+    if _GPU_ASSERT.search(checked):
+        return ("NO_ACCELERATOR", ["NO_CUDA_DEVICE"], "the failed assert checks for a CUDA GPU", (
+            f"An assert that CUDA is available failed (`{statement.strip()[:120]}`): torch sees no GPU (a CPU-only "
+            "torch build, a driver that does not load, or CUDA_VISIBLE_DEVICES hiding the GPUs)."))
+    if raised.message and _MISSING_WORDS.search(raised.message) and _FILE_WORDS.search(raised.message):
+        return ("DATA", ["FILE_MISSING"], "the assert's message says a file or folder was not found", (
+            f"{raised.text()[:160]}: a file or folder the run needs is missing. Download or create it, or fix "
+            "its path."))
+    return None
+
+
+# -- data loading ----------------------------------------------------------------------------
+
+_ARROW = ("ArrowInvalid", "ArrowTypeError", "ArrowNotImplementedError", "DatasetGenerationError", "CastError",
+          "DatasetGenerationCastError")
+
+
+def dataset_build(names, message):
+    """pyarrow/datasets could not turn the data file's records into a table."""
+    if not any(name in _ARROW for name in names):
+        return None
+    return ("DATA", ["DATA_FORMAT"], "pyarrow/datasets could not build a table from the data file", (
+        f"`datasets` could not build the dataset from its file ({message[:140]}): its records do not share one "
+        "format (a field that is an object in one record and a list or another type in the next, a JSON array "
+        "read as JSON Lines, a column of mixed types). Make every record the same shape and type, or load it "
+        "with an explicit schema (features=...)."))
+
+
+_CONFIG_READ = re.compile(r"conf|cfg|setting|hparam|hyper|\bparams?\b|option", re.I)
+_DATA_READ = re.compile(r"data|jsonl|annot|sample|label|corpus|example|\btrain\b|\bval\b|\btest\b", re.I)
+
+
+def json_decode(raised, statement):
+    """A JSONDecodeError: what the statement that raised it was reading."""
+    if raised.name != "JSONDecodeError" or not statement:
+        return None
+    if _CONFIG_READ.search(statement):
+        return ("CONFIG_INVALID", ["CONFIG_VALUE"], "the statement that failed to parse JSON reads a config", (
+            f"The config file is not valid JSON ({raised.text()[:100]}, reading `{statement.strip()[:80]}`): an "
+            "unquoted value, a trailing comma, a comment, or a file that holds something else (an empty file, a "
+            "note, an HTML page). Fix the file at the line and column the error names."))
+    if _DATA_READ.search(statement):
+        return ("DATA", ["DATA_FORMAT"], "the statement that failed to parse JSON reads a data file", (
+            f"The data file is not valid JSON ({raised.text()[:100]}, reading `{statement.strip()[:80]}`): JSON "
+            "Lines read as one document, a truncated file, or another format. Read it in its own format."))
+    return None
+
+
+# -- library contracts -----------------------------------------------------------------------
+
+# Training-library classes whose keyword arguments are renamed or added between releases.
+_LIBRARY_CLASSES = frozenset((
+    "TrainingArguments", "Seq2SeqTrainingArguments", "Trainer", "Seq2SeqTrainer", "SFTConfig", "SFTTrainer",
+    "DPOConfig", "DPOTrainer", "GRPOConfig", "GRPOTrainer", "ORPOConfig", "ORPOTrainer", "KTOConfig", "KTOTrainer",
+    "PPOConfig", "PPOTrainer", "RewardConfig", "RewardTrainer", "LoraConfig", "PeftConfig", "BitsAndBytesConfig",
+    "GenerationConfig", "Accelerator", "DataCollatorForCompletionOnlyLM", "DataCollatorForSeq2Seq"))
+_KEYWORD = re.compile(r"^(?:(\w+)\.)?(\w+)\(\) got an unexpected keyword argument '?(\w+)'?")
+
+
+def unexpected_keyword(raised, link):
+    """A keyword a callee does not take: whose callee the structure says."""
+    if raised.name != "TypeError":
+        return None
+    match = _KEYWORD.match(raised.message)
+    if not match:
+        return None
+    owner, function, keyword = match.groups()
+    frames = link.frames if link else []
+    through_module_call = bool(frames) and re.search(r"torch[/\\]nn[/\\]modules[/\\]module\.py", frames[-1].file or "")
+    if function == "forward" or function == "_forward_unimplemented" or through_module_call:
+        return False   # a model's forward: its own signature or the caller's code, no release says which
+    if owner in _LIBRARY_CLASSES and function == "__init__":
+        return ("MISSING_DEPENDENCY", ["PACKAGE_VERSION"], f"`{owner}` takes different keywords in other releases", (
+            f"{raised.text()[:160]}: the installed release of the library that defines `{owner}` does not take "
+            f"`{keyword}` (it was renamed, added or removed between releases: e.g. evaluation_strategy/eval_strategy, "
+            "tokenizer/processing_class, max_seq_length moving into SFTConfig). Install the release the project "
+            "pins (its requirements), or use the keyword the installed release documents."))
+    return None
+
+
+_BUILTIN_TYPES = frozenset(("NoneType", "str", "int", "float", "bool", "list", "dict", "tuple", "set", "bytes",
+                            "function", "method", "module", "type", "generator"))
+_NO_ATTRIBUTE = re.compile(r"^'(\w+)' object has no attribute '(\w+)'")
+
+
+def library_attribute(raised, link):
+    """An AttributeError raised inside an installed library about one of its own objects."""
+    if raised.name != "AttributeError" or link is None or not link.frames:
+        return None
+    lib = link.raised_in
+    match = _NO_ATTRIBUTE.match(raised.message)
+    if lib in (None, "python") or not match or match.group(1) in _BUILTIN_TYPES:
+        return None
+    return ("MISSING_DEPENDENCY", ["PACKAGE_VERSION"], f"raised inside the installed `{lib}` about its own object", (
+        f"{raised.text()[:160]}, raised inside the installed `{lib}`: it expects an attribute that the object "
+        "(from another library or release) does not have, so two installed libraries are releases that do not "
+        "go together (transformers with peft/accelerate/trl/deepspeed, or torch). Install the versions the "
+        "project pins together (its requirements)."))
+
+
+_EMBEDDING_INDEX = re.compile(r"\bindex out of range in self(?![A-Za-z])")
+_LORA_TARGETS = re.compile(r"Target modules? .{0,200}?not found in the base model")
+_QUANTISED_MOVE = re.compile(r"`?\.to`? is not supported for `?4-bit`? or `?8-bit`? bitsandbytes models")
+_NESTED_FEATURES = re.compile(r"Unable to create tensor.{0,300}?excessive nesting", re.S)
+
+
+def message_contract(raised):
+    """Library messages whose meaning is the same in every project that meets them."""
+    message = raised.message or ""
+    if raised.name == "IndexError" and _EMBEDDING_INDEX.search(message):
+        return ("CONFIG_INVALID", ["INDEX_OUT_OF_RANGE"], "torch's embedding lookup got an id beyond its table", (
+            f"{raised.text()[:120]}: an embedding lookup got an index at or beyond the size of its table: token ids "
+            "larger than the model's vocabulary (a tokenizer with added tokens and no resize_token_embeddings, a "
+            "pad/special id outside the vocabulary, data tokenised with another tokenizer). Make the embedding as "
+            "large as the tokenizer's vocabulary, or the ids smaller than it."))
+    if raised.name == "ValueError" and _LORA_TARGETS.search(message):
+        return ("CONFIG_INVALID", ["CONFIG_VALUE"], "peft found none of the LoRA target modules in this model", (
+            f"{raised.text()[:160]}: the LoRA target_modules name layers this model does not have (each "
+            "architecture names its projections differently: q_proj/v_proj, query_key_value, W_pack, c_attn). "
+            "Set target_modules to this model's linear layer names (print the model, or use 'all-linear')."))
+    if raised.name == "ValueError" and _QUANTISED_MOVE.search(message):
+        return ("CONFIG_INVALID", ["CODE_ERROR"], "bitsandbytes refuses to move a quantised model", (
+            f"{raised.text()[:160]}: the code calls .to()/.cuda() on a model loaded in 4/8-bit; bitsandbytes has "
+            "already placed it. Drop the .to() call (place it with device_map when loading)."))
+    if raised.name == "ValueError" and _NESTED_FEATURES.search(message):
+        return ("DATA", ["DATA_FORMAT"], "the collator got features that are not token ids", (
+            f"{raised.text()[:160]}: the batch's features are not lists of token ids (raw text or nested lists "
+            "reached the collator): the data's fields are not the ones the tokenising code expects (names, case, "
+            "nesting). Give the records the fields the script reads, or tokenise them before batching."))
+    return None
+
+
+# -- a loss printed as a tensor --------------------------------------------------------------
+
+_NAN_TENSOR = re.compile(r"tensor\(\s*(?:nan|-?inf)\b[^\n]*?(?:grad_fn=<\w*Loss\w*>|\bloss\b)|\bloss\w*\W{1,4}tensor\(\s*(?:nan|-?inf)\b",
+                         re.I)
+
+
+def nan_loss_tensor(log):
+    """A non-finite loss printed as a torch tensor (`tensor(nan, ..., grad_fn=<NllLossBackward0>)`)."""
+    tail = log[-65536:]
+    if "nan" not in tail and "inf" not in tail:
+        return False
+    return bool(_NAN_TENSOR.search(tail))
+
+
+# -- an exception pasted inside a sentence ---------------------------------------------------
+
+_IN_PROSE = re.compile(r"(?<![A-Za-z0-9_.])((?:[a-z_][\w]*\.)*(?:[A-Z]\w*(?:Error|Exception)|Arrow[A-Z]\w+)) ?: ?([^\n]{1,300})")
+
+
+def pasted_exception(log):
+    """An exception quoted inside a sentence or after other text on its line (`... raised IndexError:
+    index out of range in self ...`), when no line starts with one: the last such mention."""
+    tail = log[-4000:]
+    found = None
+    for found in _IN_PROSE.finditer(tail):
+        pass
+    if found is None or found.group(1).endswith("Warning"):
+        return None
+    raised = logtext.Raised(found.group(1), found.group(2).strip())
+    raised.start = len(log) - len(tail) + found.start()
+    return raised

@@ -1,0 +1,86 @@
+"""Structure-level fallbacks (gpu_train_debug/fallbacks.py): what a traceback's shape says when
+no signature knows its text. Each reading holds across projects; a wrong family is worse than
+none, so each test also shows the nearby case that must stay UNKNOWN."""
+
+from pathlib import Path
+
+from gpu_train_debug import diagnose
+
+DIR = Path(__file__).resolve().parent / "corpus"
+
+
+def run(text):
+    return diagnose(text, {}, {"status": "crash"})
+
+
+def log(name):
+    return (DIR / f"{name}.log").read_text(encoding="utf-8")
+
+
+def tb(statement, error, path="train.py"):
+    return (f'Traceback (most recent call last):\n  File "{path}", line 40, in main\n    {statement}\n{error}\n')
+
+
+def test_an_assert_that_a_path_exists_is_a_missing_file():
+    out = run(tb("assert os.path.isfile(checkpoint_path)", "AssertionError"))
+    assert (out["family"], out["codes"]) == ("DATA", ["FILE_MISSING"])
+    assert out["intermediates"]["evidence"]["decided_by"][-1]["why"].startswith("the failed assert checks")
+    assert run(tb("assert Path(cfg.data_dir).exists(), cfg.data_dir", "AssertionError: /data/x"))["family"] == "DATA"
+    assert run(tb("assert ok", "AssertionError: Checkpoint ./ckpt/model_final.pth not found!"))["family"] == "DATA"
+    gpu = run(tb("assert torch.cuda.is_available()", "AssertionError"))
+    assert (gpu["family"], gpu["codes"]) == ("NO_ACCELERATOR", ["NO_CUDA_DEVICE"])
+    # Any other assert in the project's own code stays what it was (a check of the code's values).
+    assert run(tb("assert x.shape[0] == y.shape[0]", "AssertionError"))["family"] == "CONFIG_INVALID"
+    # Pasted without a traceback, the statement line above still says what was checked.
+    assert run(log("add-gcn-10-assert-model-dir-exists"))["codes"] == ["FILE_MISSING"]
+
+
+def test_arrow_errors_while_datasets_builds_a_split_are_the_data_format():
+    for name in ("llamafactory-412-arrowinvalid-object-to-array", "mllm-dpo-2-arrowinvalid-dataset-generation"):
+        out = run(log(name))
+        assert (out["family"], out["codes"]) == ("DATA", ["DATA_FORMAT"]), name
+
+
+def test_a_json_decode_error_is_read_from_what_the_statement_reads():
+    lib = '  File "/usr/lib/python3.10/json/decoder.py", line 355, in raw_decode\n    raise JSONDecodeError("Expecting value", s, err.value) from None\n'
+    head = 'Traceback (most recent call last):\n  File "run.py", line 17, in main\n    {}\n'
+    error = "json.decoder.JSONDecodeError: Expecting value: line 12 column 16 (char 320)\n"
+    assert run(head.format("config = json.load(f)") + lib + error)["family"] == "CONFIG_INVALID"
+    assert run(head.format("samples = json.load(open(args.train_file))") + lib + error)["family"] == "DATA"
+    assert run(head.format("x = json.load(f)") + lib + error)["family"] == "UNKNOWN"
+
+
+def test_a_training_library_config_refusing_a_keyword_is_its_release():
+    out = run(tb("args = SFTConfig(max_seq_length=2048)",
+                 "TypeError: SFTConfig.__init__() got an unexpected keyword argument 'max_seq_length'"))
+    assert (out["family"], out["codes"]) == ("MISSING_DEPENDENCY", ["PACKAGE_VERSION"])
+    # A forward() refusing a keyword is the model's own signature: no family.
+    assert run("TypeError: forward() got an unexpected keyword argument 'labels'\n")["family"] == "UNKNOWN"
+
+
+def test_an_attribute_error_inside_a_library_about_its_own_object_is_a_version_mix():
+    lib = ('Traceback (most recent call last):\n  File "train.py", line 9, in <module>\n    model = get_peft_model(model, cfg)\n'
+           '  File "/venv/lib/python3.10/site-packages/peft/tuners/lora/model.py", line 88, in _create\n'
+           '    target.update_layer(x)\n')
+    out = run(lib + "AttributeError: 'Linear8bitLt' object has no attribute 'update_layer'\n")
+    assert (out["family"], out["codes"]) == ("MISSING_DEPENDENCY", ["PACKAGE_VERSION"])
+    # About None or a builtin value, the caller passed the wrong thing: no family from this.
+    assert run(lib + "AttributeError: 'NoneType' object has no attribute 'update_layer'\n")["family"] == "UNKNOWN"
+
+
+def test_library_messages_with_one_meaning():
+    assert run(log("llms-tuning-1-sfttrainer-index-out-of-range"))["codes"] == ["INDEX_OUT_OF_RANGE"]
+    assert run(log("llamafactory-181-lora-target-modules-baichuan"))["family"] == "CONFIG_INVALID"
+    assert run(log("sa2va-74-to-not-supported-4bit"))["family"] == "CONFIG_INVALID"
+    assert run(log("superadapters-2-unable-to-create-tensor-keys"))["family"] == "DATA"
+
+
+def test_a_loss_printed_as_a_nan_tensor():
+    out = run("tensor(nan, device='cuda:1', dtype=torch.float16, grad_fn=<NllLossBackward0>)\n")
+    assert out["family"] == "NAN_LOSS"
+    assert run("weights: tensor(nan, device='cuda:0')\n")["family"] == "UNKNOWN"
+
+
+def test_a_wrapped_frame_path_is_joined():
+    out = run(log("stanford-alpaca-159-keyerror-llama-fsdp"))
+    assert (out["family"], out["intermediates"].get("model_type")) == ("MISSING_DEPENDENCY", "llama")
