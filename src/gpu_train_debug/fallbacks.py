@@ -34,6 +34,10 @@ import re
 
 from gpu_train_debug import logtext
 
+# Every code a fallback here can give (references/diagnosis-codes.md documents each).
+CODES = ("FILE_MISSING", "NO_CUDA_DEVICE", "DATA_FORMAT", "CONFIG_VALUE", "PACKAGE_VERSION", "CODE_ERROR",
+         "INDEX_OUT_OF_RANGE", "DATASET_EMPTY", "DATASET_KEY", "TOKENIZER_NO_CHAT_TEMPLATE", "LOSS_DIVERGED")
+
 # -- assertions ------------------------------------------------------------------------------
 
 _PATH_ASSERT = re.compile(
@@ -157,7 +161,14 @@ def library_attribute(raised, link):
 
 
 _EMBEDDING_INDEX = re.compile(r"\bindex out of range in self(?![A-Za-z])")
-_LORA_TARGETS = re.compile(r"Target modules? .{0,200}?not found in the base model")
+_TARGET_BOUNDS = re.compile(r"^Target -?\d+ is out of bounds")
+_LORA_TARGETS = re.compile(r"Target modules? .{0,200}?not found in the base model|Please specify `target_modules` in `peft_config`")
+_EMPTY_SAMPLER = re.compile(r"num_samples should be a positive integer value, but got num_samples=0")
+_NO_COLUMN = re.compile(r"Column '?[^\n']{1,80}'? not in the dataset|Unknown split \"[^\"\n]{1,40}\"\. Should be one of")
+_NO_CHAT_TEMPLATE = re.compile(r"tokenizer\.chat_template is not set")
+# transformers/peft classes whose missing attribute means another release (a method added or removed).
+_LIBRARY_OBJECT = re.compile(r"^'\w+(?:ForCausalLM|ForConditionalGeneration|ForSequenceClassification|ForTokenClassification"
+                             r"|ForMaskedLM|ForQuestionAnswering|PreTrainedModel|TokenizerFast|Tokenizer)' object has no attribute")
 _QUANTISED_MOVE = re.compile(r"`?\.to`? is not supported for `?4-bit`? or `?8-bit`? bitsandbytes models")
 _NESTED_FEATURES = re.compile(r"Unable to create tensor.{0,300}?excessive nesting", re.S)
 
@@ -171,6 +182,28 @@ def message_contract(raised):
             "larger than the model's vocabulary (a tokenizer with added tokens and no resize_token_embeddings, a "
             "pad/special id outside the vocabulary, data tokenised with another tokenizer). Make the embedding as "
             "large as the tokenizer's vocabulary, or the ids smaller than it."))
+    if raised.name == "IndexError" and _TARGET_BOUNDS.search(message):
+        return ("CONFIG_INVALID", ["INDEX_OUT_OF_RANGE"], "a class label at or beyond the number of classes", (
+            f"{raised.text()[:120]}: the loss got a class label at or beyond the number of classes the model "
+            "outputs. Make num_classes/num_labels cover every label in the data (labels start at 0)."))
+    if raised.name == "ValueError" and _EMPTY_SAMPLER.search(message):
+        return ("DATA", ["DATASET_EMPTY"], "the sampler was given a dataset of 0 samples", (
+            f"{raised.text()[:120]}: the dataset is empty (0 samples), so the sampler has nothing to draw. Check "
+            "the data path and the files it should match, and filters (max length, empty texts) that can drop "
+            "every sample."))
+    if _NO_COLUMN.search(message) and raised.name in ("KeyError", "ValueError"):
+        return ("DATA", ["DATASET_KEY"], "the dataset has no such column or split", (
+            f"{raised.text()[:160]}: the dataset does not have the column or split the code asks for. Rename the "
+            "field in the data, or point the code at the column/split the data has."))
+    if raised.name == "ValueError" and _NO_CHAT_TEMPLATE.search(message):
+        return ("TOKENIZER", ["TOKENIZER_NO_CHAT_TEMPLATE"], "the tokenizer has no chat template", (
+            f"{raised.text()[:120]}: the tokenizer (a base model's, most often) has no chat template. Use the "
+            "instruct/chat model's tokenizer, or set tokenizer.chat_template (or the trainer's template option)."))
+    if raised.name == "AttributeError" and _LIBRARY_OBJECT.search(message):
+        return ("MISSING_DEPENDENCY", ["PACKAGE_VERSION"], "a transformers model/tokenizer lacks a method of another release", (
+            f"{raised.text()[:160]}: the installed transformers (or the model's remote code) is a release without "
+            "that method, or with it renamed. Install the transformers release the project or the model card "
+            "names."))
     if raised.name == "ValueError" and _LORA_TARGETS.search(message):
         return ("CONFIG_INVALID", ["CONFIG_VALUE"], "peft found none of the LoRA target modules in this model", (
             f"{raised.text()[:160]}: the LoRA target_modules name layers this model does not have (each "
@@ -186,6 +219,47 @@ def message_contract(raised):
             "reached the collator): the data's fields are not the ones the tokenising code expects (names, case, "
             "nesting). Give the records the fields the script reads, or tokenise them before batching."))
     return None
+
+
+# -- config files and model folders ------------------------------------------------------------
+
+_CONFIG_LIBRARY = re.compile(r"^(?:yaml\.(?:\w+\.)*\w+Error|omegaconf\.(?:\w+\.)*\w+|hydra\.(?:\w+\.)*\w+"
+                             r"|toml(?:lib)?\.(?:\w+\.)*\w+|configparser\.\w+)$")
+_YAML_NAMES = ("ScannerError", "ParserError", "ComposerError", "ConstructorError", "MissingConfigException",
+               "ConfigAttributeError", "ConfigKeyError", "InterpolationResolutionError", "TomlDecodeError",
+               "TOMLDecodeError")
+
+
+def config_library(raised):
+    """An error raised by a config-file library (yaml, omegaconf, hydra, toml): the config is invalid."""
+    if not (_CONFIG_LIBRARY.match(raised.type) or (raised.type in _YAML_NAMES and raised.type != raised.name)):
+        return None
+    return ("CONFIG_INVALID", ["CONFIG_VALUE"], "raised by a config-file library while reading the config", (
+        f"The run's configuration could not be read ({raised.text()[:160]}): a YAML/TOML syntax error (a tab, a "
+        "missing space after ':', an unquoted special value), a key the config does not define, or a config "
+        "name hydra cannot find. Fix the file at the line the error names, or the key/override it quotes."))
+
+
+_MODEL_FILES = re.compile(
+    r"does not appear to have (?:a )?files? named ([\w.,\- ]+)|Error no file named ([\w.,\- ]+?) found in directory"
+    r"|Incorrect path_or_model_id: '([^'\n]+)'|(\S+) is not a local folder and is not a valid model identifier")
+
+
+def model_files(raised, before):
+    """from_pretrained found no model at the path or id (or the folder lacks the weights/config)."""
+    if raised.name not in ("OSError", "EnvironmentError", "ValueError", "FileNotFoundError"):
+        return None
+    match = _MODEL_FILES.search(raised.message or "")
+    if not match:
+        return None
+    named = match.group(1) or match.group(2) or ""
+    if re.search(r"tokeniz|vocab|spiece|merges|sentencepiece", f"{named} {before}", re.I):
+        return None   # a tokenizer's files: one message, three causes (README's reader conventions)
+    return ("DATA", ["FILE_MISSING"], "from_pretrained found no model files at that path or id", (
+        f"{raised.text()[:180]}: the model path (or Hub id) does not hold the files from_pretrained needs "
+        "(config.json, the weights): a path that does not exist or is not the model's folder (an adapter or "
+        "checkpoint folder, a parent folder), an unfinished download, or a mistyped id. Point it at the "
+        "folder with config.json and the weights, or download the model there."))
 
 
 # -- a loss printed as a tensor --------------------------------------------------------------

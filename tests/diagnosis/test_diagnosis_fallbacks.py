@@ -84,3 +84,33 @@ def test_a_loss_printed_as_a_nan_tensor():
 def test_a_wrapped_frame_path_is_joined():
     out = run(log("stanford-alpaca-159-keyerror-llama-fsdp"))
     assert (out["family"], out["intermediates"].get("model_type")) == ("MISSING_DEPENDENCY", "llama")
+
+
+def test_from_pretrained_finding_no_model_files_is_a_missing_path():
+    for line in ("OSError: ./models/llama-7b does not appear to have a file named config.json.",
+                 "OSError: Error no file named pytorch_model.bin, tf_model.h5 or flax_model.msgpack found in directory out/",
+                 "OSError: Incorrect path_or_model_id: '/root/models/Qwen-7B'. Please provide either the path to a local folder",
+                 "OSError: /data/llama is not a local folder and is not a valid model identifier listed on 'https://huggingface.co/models'"):
+        out = run(line + "\n")
+        assert (out["family"], out["codes"]) == ("DATA", ["FILE_MISSING"]), line
+    # A tokenizer's files: the same words have three causes (README's reader conventions), no family.
+    assert run("OSError: ./tok does not appear to have a file named tokenizer.model.\n")["family"] == "UNKNOWN"
+
+
+def test_config_library_errors_are_an_invalid_config():
+    for text in ('yaml.scanner.ScannerError: mapping values are not allowed here\n  in "train.yaml", line 12, column 14\n',
+                 "omegaconf.errors.ConfigAttributeError: Key 'lr' is not in struct\n",
+                 "hydra.errors.MissingConfigException: Cannot find primary config 'config'.\n"):
+        assert run(text)["family"] == "CONFIG_INVALID", text
+
+
+def test_dataset_messages_with_one_meaning():
+    empty = run("ValueError: num_samples should be a positive integer value, but got num_samples=0\n")
+    assert (empty["family"], empty["codes"]) == ("DATA", ["DATASET_EMPTY"])
+    assert run('KeyError: "Column text not in the dataset. Current columns in the dataset: [\'instruction\']"\n')["codes"] == ["DATASET_KEY"]
+    assert run("ValueError: Unknown split \"validation\". Should be one of ['train'].\n")["family"] == "DATA"
+    assert run("ValueError: Cannot use chat template functions because tokenizer.chat_template is not set\n")["family"] == "TOKENIZER"
+    assert run("IndexError: Target 5 is out of bounds.\n")["codes"] == ["INDEX_OUT_OF_RANGE"]
+    assert run("AttributeError: 'LlamaForCausalLM' object has no attribute 'enable_input_require_grads'\n")["codes"] == ["PACKAGE_VERSION"]
+    # A project's own model class missing an attribute is its code, not a release: no family from this.
+    assert run("AttributeError: 'GPT' object has no attribute 'configure_optimizers'\n")["family"] == "UNKNOWN"
