@@ -1015,7 +1015,8 @@ class _Diagnosis:
     def _from_exception(self, after=0):
         raised = self._failing_exception()
         if raised is None and not after:
-            raised = fallbacks.pasted_exception(self.log)   # quoted inside a sentence
+            # Quoted inside a sentence, or only its message printed (a launcher's own wording).
+            raised = fallbacks.pasted_exception(self.log) or fallbacks.message_only(self.log)
         if raised is None or raised.start < after:
             return None
         self.inter["exception"] = raised.text()[:300]
@@ -1063,6 +1064,13 @@ class _Diagnosis:
                 f"{raised.text()[:120]}: the tokenizer file (tokenizer.json) is not valid JSON: a Git LFS pointer "
                 "or an interrupted download, or a format newer than the installed `tokenizers`. Download the "
                 "tokenizer files again (git lfs pull), or upgrade tokenizers/transformers.")
+        if name == "KeyError" and link is not None and link.frames and re.search(r"collat", link.frames[-1].function or "", re.I) \
+                and any(re.search(r"transformers[/\\]trainer\.py", f.file) for f in link.frames):
+            self.decided_by.append({"line": raised.text()[:200], "why": "a collate function under transformers' Trainer misses a field"})
+            return "CONFIG_INVALID", ["CONFIG_VALUE"], {}, (
+                f"{raised.text()[:120]}{where}, raised in the collate function the Trainer calls: the Trainer drops the "
+                "dataset columns the model's forward does not take (remove_unused_columns=True), so a collator that reads "
+                "another field gets none. Set remove_unused_columns=False, or name the field as the model's input.")
         read = self._structure(raised, link)
         if read is not None:
             return read or None
@@ -1094,7 +1102,8 @@ class _Diagnosis:
         own = logtext.own_frame(self.log, raised.start) if raised.file else None
         names = [raised.name] + [link.name for link in self.ev.chain]
         for read in (lambda: fallbacks.assertion(raised, statement),
-                     lambda: fallbacks.dataset_build(names, raised.message),
+                     lambda: fallbacks.dataset_build(names, raised.message, link,
+                                                     self.log[max(0, raised.start - 4000):raised.start + 300]),
                      lambda: fallbacks.json_decode(raised, own[3] if own and own[3] else statement),
                      lambda: fallbacks.library_attribute(raised, link),
                      lambda: fallbacks.config_library(raised),
@@ -1528,9 +1537,11 @@ def _building_extension(link, raised):
 def _through_dataset(link, raised):
     """True when the exception came out of a dataset's __getitem__ (or the DataLoader's fetch);
     a library's own mapping (transformers' registry of model types) is not a dataset."""
+    frames = link.frames if link else []
+    if frames and re.search(r"collat", frames[-1].function or "", re.I):
+        return False   # raised by the collate function, not by the dataset building a sample
     if "in DataLoader worker" in raised.message:
         return True
-    frames = link.frames if link else []
     return any((f.function == "__getitem__" and f.library in (None, "torch", "datasets"))
                or re.search(r"torch[/\\]utils[/\\]data[/\\]", f.file) for f in frames)
 

@@ -77,9 +77,17 @@ _ARROW = ("ArrowInvalid", "ArrowTypeError", "ArrowNotImplementedError", "Dataset
           "DatasetGenerationCastError")
 
 
-def dataset_build(names, message):
-    """pyarrow/datasets could not turn the data file's records into a table."""
-    if not any(name in _ARROW for name in names):
+_ARROW_MENTION = re.compile(r"pyarrow\.lib\.Arrow(?:Invalid|TypeError|NotImplementedError)\b")
+_DATASETS_BUILDER = re.compile(r"datasets[/\\]packaged_modules[/\\](?:json|csv|text|parquet|arrow)[/\\]")
+
+
+def dataset_build(names, message, link=None, around=""):
+    """pyarrow/datasets could not turn the data file's records into a table: an Arrow error in the
+    chain, quoted just above it (`Failed to load JSON from file ... <class 'pyarrow.lib.ArrowInvalid'>`),
+    or a ValueError raised in datasets' own file builders."""
+    frames = link.frames if link else []
+    built = any(_DATASETS_BUILDER.search(f.file or "") for f in frames) and "ValueError" in names
+    if not (any(name in _ARROW for name in names) or _ARROW_MENTION.search(around) or built):
         return None
     return ("DATA", ["DATA_FORMAT"], "pyarrow/datasets could not build a table from the data file", (
         f"`datasets` could not build the dataset from its file ({message[:140]}): its records do not share one "
@@ -163,6 +171,7 @@ def library_attribute(raised, link):
 _EMBEDDING_INDEX = re.compile(r"\bindex out of range in self(?![A-Za-z])")
 _TARGET_BOUNDS = re.compile(r"^Target -?\d+ is out of bounds")
 _LORA_TARGETS = re.compile(r"Target modules? .{0,200}?not found in the base model|Please specify `target_modules` in `peft_config`")
+_LAZY_IMPORT = re.compile(r"Failed to import [\w.]+ because of the following error")
 _EMPTY_SAMPLER = re.compile(r"num_samples should be a positive integer value, but got num_samples=0")
 _NO_COLUMN = re.compile(r"Column '?[^\n']{1,80}'? not in the dataset|Unknown split \"[^\"\n]{1,40}\"\. Should be one of")
 _NO_CHAT_TEMPLATE = re.compile(r"tokenizer\.chat_template is not set")
@@ -204,6 +213,11 @@ def message_contract(raised):
             f"{raised.text()[:160]}: the installed transformers (or the model's remote code) is a release without "
             "that method, or with it renamed. Install the transformers release the project or the model card "
             "names."))
+    if raised.name == "RuntimeError" and _LAZY_IMPORT.search(message):
+        return ("MISSING_DEPENDENCY", ["PACKAGE_VERSION"], "a package's lazy import failed", (
+            f"{raised.text()[:160]}: importing an installed package failed (its own traceback is above): "
+            "packages of releases that do not go together (transformers, peft, accelerate, trl, torch), or one "
+            "installed half-way. Install the versions the project pins together."))
     if raised.name == "ValueError" and _LORA_TARGETS.search(message):
         return ("CONFIG_INVALID", ["CONFIG_VALUE"], "peft found none of the LoRA target modules in this model", (
             f"{raised.text()[:160]}: the LoRA target_modules name layers this model does not have (each "
@@ -268,17 +282,47 @@ _NAN_TENSOR = re.compile(r"tensor\(\s*(?:nan|-?inf)\b[^\n]*?(?:grad_fn=<\w*Loss\
                          re.I)
 
 
+# A trainer's own stop: detectron2's `Loss became infinite or NaN`, torchvision's references' `Loss is
+# nan, stopping training`, YOLO's `non-finite loss`, a loss dict printed with nan values.
+_NAN_WORDS = re.compile(r"Loss became infinite or NaN|\bLoss is (?:nan|inf)\b|non-finite loss|'loss\w*': (?:nan|inf)\b", re.I)
+
+
 def nan_loss_tensor(log):
-    """A non-finite loss printed as a torch tensor (`tensor(nan, ..., grad_fn=<NllLossBackward0>)`)."""
+    """A non-finite loss printed as a torch tensor (`tensor(nan, ..., grad_fn=<NllLossBackward0>)`),
+    or a trainer's own words for stopping on one."""
     tail = log[-65536:]
-    if "nan" not in tail and "inf" not in tail:
+    lowered = tail.lower()
+    if "nan" not in lowered and "inf" not in lowered:
         return False
-    return bool(_NAN_TENSOR.search(tail))
+    return bool(_NAN_TENSOR.search(tail) or _NAN_WORDS.search(tail))
 
 
 # -- an exception pasted inside a sentence ---------------------------------------------------
 
 _IN_PROSE = re.compile(r"(?<![A-Za-z0-9_.])((?:[a-z_][\w]*\.)*(?:[A-Z]\w*(?:Error|Exception)|Arrow[A-Z]\w+)) ?: ?([^\n]{1,300})")
+
+
+# CPython's and the libraries' own message templates name the exception class when a launcher
+# printed only the message (`command error: 'cannot import name ...'`, `Exception initializing ...:`).
+_TEMPLATES = (
+    (re.compile(r"cannot import name '\w+' from '[\w.]+'[^\n']*"), "ImportError"),
+    (re.compile(r"\b\w+\.__init__\(\) got an unexpected keyword argument '\w+'"), "TypeError"),
+    (_ARROW_MENTION, "ArrowInvalid"),
+)
+
+
+def message_only(log):
+    """An exception known only from its message's template, when no exception line was printed."""
+    tail = log[-4000:]
+    for regex, kind in _TEMPLATES:
+        found = None
+        for found in regex.finditer(tail):
+            pass
+        if found is not None:
+            raised = logtext.Raised(kind, found.group(0).strip())
+            raised.start = len(log) - len(tail) + found.start()
+            return raised
+    return None
 
 
 def pasted_exception(log):

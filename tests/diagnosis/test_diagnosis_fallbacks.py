@@ -114,3 +114,18 @@ def test_dataset_messages_with_one_meaning():
     assert run("AttributeError: 'LlamaForCausalLM' object has no attribute 'enable_input_require_grads'\n")["codes"] == ["PACKAGE_VERSION"]
     # A project's own model class missing an attribute is its code, not a release: no family from this.
     assert run("AttributeError: 'GPT' object has no attribute 'configure_optimizers'\n")["family"] == "UNKNOWN"
+
+
+def test_structure_read_from_dev13_kinds():
+    # An Arrow error quoted above a truncated traceback, or a ValueError raised in datasets' json builder.
+    assert run(log("ms-swift-3981-grpo-json-arrowinvalid"))["codes"] == ["DATA_FORMAT"]
+    assert run(log("xtuner-469-not-able-to-read-records-json"))["codes"] == ["DATA_FORMAT"]
+    # Only the message printed (a launcher's wording): CPython's template names the class.
+    assert run(log("xtuner-734-cannot-import-packaging-pkg-resources"))["codes"] == ["PACKAGE_VERSION"]
+    assert run(log("sd-dreambooth-ext-1079-accelerator-project-dir"))["codes"] == ["PACKAGE_VERSION"]
+    # A trainer's own words for stopping on a NaN loss.
+    assert run(log("opendet2-29-loss-infinite-or-nan"))["family"] == "NAN_LOSS"
+    # A KeyError in a collate function under transformers' Trainer: remove_unused_columns, not the data.
+    collator = run(log("chatglm-tuning-258-collator-keyerror-seq-len"))
+    assert (collator["family"], collator["codes"]) == ("CONFIG_INVALID", ["CONFIG_VALUE"])
+    assert run(log("ms-swift-1898-failed-import-sft-not-callable"))["family"] == "MISSING_DEPENDENCY"
