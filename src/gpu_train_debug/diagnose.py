@@ -1107,6 +1107,7 @@ class _Diagnosis:
                      lambda: fallbacks.json_decode(raised, own[3] if own and own[3] else statement),
                      lambda: fallbacks.library_attribute(raised, link),
                      lambda: fallbacks.config_library(raised),
+                     lambda: fallbacks.exception_class(raised),
                      lambda: fallbacks.model_files(raised, self.log[max(0, raised.start - 2000):raised.start]),
                      lambda: fallbacks.message_contract(raised)):
             found = read()

@@ -36,7 +36,8 @@ from gpu_train_debug import logtext
 
 # Every code a fallback here can give (references/diagnosis-codes.md documents each).
 CODES = ("FILE_MISSING", "NO_CUDA_DEVICE", "DATA_FORMAT", "CONFIG_VALUE", "PACKAGE_VERSION", "CODE_ERROR",
-         "INDEX_OUT_OF_RANGE", "DATASET_EMPTY", "DATASET_KEY", "TOKENIZER_NO_CHAT_TEMPLATE", "LOSS_DIVERGED")
+         "INDEX_OUT_OF_RANGE", "DATASET_EMPTY", "DATASET_KEY", "TOKENIZER_NO_CHAT_TEMPLATE", "LOSS_DIVERGED",
+         "DIST_INIT_FAILED", "NCCL_ERROR")
 
 # -- assertions ------------------------------------------------------------------------------
 
@@ -137,6 +138,11 @@ def unexpected_keyword(raised, link):
     owner, function, keyword = match.groups()
     frames = link.frames if link else []
     through_module_call = bool(frames) and re.search(r"torch[/\\]nn[/\\]modules[/\\]module\.py", frames[-1].file or "")
+    if keyword == "num_items_in_batch":
+        return ("MISSING_DEPENDENCY", ["PACKAGE_VERSION"], "transformers' Trainer passes a keyword this model's code predates", (
+            f"{raised.text()[:160]}: transformers 4.46+ passes num_items_in_batch to the model's forward, and this "
+            "model's code (remote code, or a patched forward) does not take it. Install the transformers release "
+            "the project pins, or update the model code."))
     if function == "forward" or function == "_forward_unimplemented" or through_module_call:
         return False   # a model's forward: its own signature or the caller's code, no release says which
     if owner in _LIBRARY_CLASSES and function == "__init__":
@@ -171,13 +177,20 @@ def library_attribute(raised, link):
 _EMBEDDING_INDEX = re.compile(r"\bindex out of range in self(?![A-Za-z])")
 _TARGET_BOUNDS = re.compile(r"^Target -?\d+ is out of bounds")
 _LORA_TARGETS = re.compile(r"Target modules? .{0,200}?not found in the base model|Please specify `target_modules` in `peft_config`")
+_UNKNOWN_ARCHITECTURE = re.compile(r"has model type `[\w-]+` but Transformers does not recognize this architecture")
+# datasets older than the fsspec it runs with (2023-24): glob patterns and the cache refuse to work.
+_FSSPEC_MIX = re.compile(r"Invalid pattern: '(?:\*\*)?' can only be an entire path component"
+                         r"|Loading a dataset cached in a LocalFileSystem is not supported")
+_EVAL_WITHOUT_DATA = re.compile(r"evaluation requires an eval_dataset|--do_eval requires a validation dataset"
+                                r"|requires a (?:validation|eval) dataset")
 _LAZY_IMPORT = re.compile(r"Failed to import [\w.]+ because of the following error")
 _EMPTY_SAMPLER = re.compile(r"num_samples should be a positive integer value, but got num_samples=0")
 _NO_COLUMN = re.compile(r"Column '?[^\n']{1,80}'? not in the dataset|Unknown split \"[^\"\n]{1,40}\"\. Should be one of")
 _NO_CHAT_TEMPLATE = re.compile(r"tokenizer\.chat_template is not set")
 # transformers/peft classes whose missing attribute means another release (a method added or removed).
-_LIBRARY_OBJECT = re.compile(r"^'\w+(?:ForCausalLM|ForConditionalGeneration|ForSequenceClassification|ForTokenClassification"
-                             r"|ForMaskedLM|ForQuestionAnswering|PreTrainedModel|TokenizerFast|Tokenizer)' object has no attribute")
+_LIBRARY_OBJECT = re.compile(r"^'(?:\w+(?:ForCausalLM|ForConditionalGeneration|ForSequenceClassification|ForTokenClassification"
+                             r"|ForMaskedLM|ForQuestionAnswering|PreTrainedModel|TokenizerFast|Tokenizer)|"
+                             + "|".join(sorted(_LIBRARY_CLASSES)) + r")' object has no attribute")
 _QUANTISED_MOVE = re.compile(r"`?\.to`? is not supported for `?4-bit`? or `?8-bit`? bitsandbytes models")
 _NESTED_FEATURES = re.compile(r"Unable to create tensor.{0,300}?excessive nesting", re.S)
 
@@ -213,6 +226,18 @@ def message_contract(raised):
             f"{raised.text()[:160]}: the installed transformers (or the model's remote code) is a release without "
             "that method, or with it renamed. Install the transformers release the project or the model card "
             "names."))
+    if _UNKNOWN_ARCHITECTURE.search(message):
+        return ("MISSING_DEPENDENCY", ["PACKAGE_VERSION"], "transformers does not know the checkpoint's model type", (
+            f"{raised.text()[:160]}: the installed transformers is older than the model. Upgrade transformers to "
+            "the release the model card names (`pip install -U transformers`)."))
+    if _FSSPEC_MIX.search(message):
+        return ("MISSING_DEPENDENCY", ["PACKAGE_VERSION"], "datasets and fsspec of releases that do not go together", (
+            f"{raised.text()[:120]}: the installed `datasets` is older than the `fsspec` it runs with. Upgrade "
+            "datasets (`pip install -U datasets`), or pin fsspec to the release datasets asks for."))
+    if raised.name == "ValueError" and _EVAL_WITHOUT_DATA.search(message):
+        return ("CONFIG_INVALID", ["CONFIG_VALUE"], "evaluation is switched on without an evaluation dataset", (
+            f"{raised.text()[:120]}: evaluation is on (eval_strategy/do_eval) but no evaluation dataset is given. "
+            "Pass one (or a validation split / val_size), or turn evaluation off."))
     if raised.name == "RuntimeError" and _LAZY_IMPORT.search(message):
         return ("MISSING_DEPENDENCY", ["PACKAGE_VERSION"], "a package's lazy import failed", (
             f"{raised.text()[:160]}: importing an installed package failed (its own traceback is above): "
@@ -242,6 +267,25 @@ _CONFIG_LIBRARY = re.compile(r"^(?:yaml\.(?:\w+\.)*\w+Error|omegaconf\.(?:\w+\.)
 _YAML_NAMES = ("ScannerError", "ParserError", "ComposerError", "ConstructorError", "MissingConfigException",
                "ConfigAttributeError", "ConfigKeyError", "InterpolationResolutionError", "TomlDecodeError",
                "TOMLDecodeError")
+
+
+_DIST_CLASSES = {"DistStoreError": "DIST_INIT_FAILED", "DistNetworkError": "DIST_INIT_FAILED",
+                 "DistBackendError": "NCCL_ERROR", "DistError": "DIST_INIT_FAILED"}
+_DATASETS_MISSING = ("DataFilesNotFoundError", "DatasetNotFoundError", "EmptyDatasetError")
+
+
+def exception_class(raised):
+    """Exception classes whose package and name say what failed, whatever the message."""
+    if raised.name in _DIST_CLASSES and raised.type.startswith(("torch.distributed", "c10d", "torch._C")):
+        return ("DISTRIBUTED", [_DIST_CLASSES[raised.name]], "an exception class of torch.distributed", (
+            f"{raised.text()[:160]}: torch.distributed failed ({raised.name}): processes that never all joined "
+            "the rendezvous (a rank that died or was not started, a wrong MASTER_ADDR/port, a firewall), or a "
+            "backend error. Look for the first rank's own error above it."))
+    if raised.name in _DATASETS_MISSING and raised.type.startswith("datasets."):
+        return ("DATA", ["FILE_MISSING"], "datasets found no data at that path or id", (
+            f"{raised.text()[:160]}: `datasets` found no data files (or no dataset) where the code points. Fix "
+            "the path or id, or the file pattern/extension it matches."))
+    return None
 
 
 def config_library(raised):

@@ -129,3 +129,18 @@ def test_structure_read_from_dev13_kinds():
     collator = run(log("chatglm-tuning-258-collator-keyerror-seq-len"))
     assert (collator["family"], collator["codes"]) == ("CONFIG_INVALID", ["CONFIG_VALUE"])
     assert run(log("ms-swift-1898-failed-import-sft-not-callable"))["family"] == "MISSING_DEPENDENCY"
+
+
+def test_library_contracts_common_in_llm_fine_tuning():
+    cases = {
+        "ValueError: The checkpoint you are trying to load has model type `qwen2` but Transformers does not recognize this architecture.": "MISSING_DEPENDENCY",
+        "ValueError: Invalid pattern: '**' can only be an entire path component\n": "MISSING_DEPENDENCY",
+        "NotImplementedError: Loading a dataset cached in a LocalFileSystem is not supported.": "MISSING_DEPENDENCY",
+        "ValueError: Trainer: evaluation requires an eval_dataset.": "CONFIG_INVALID",
+        "TypeError: LlamaForCausalLM.forward() got an unexpected keyword argument 'num_items_in_batch'": "MISSING_DEPENDENCY",
+        "AttributeError: 'TrainingArguments' object has no attribute 'evaluation_strategy'": "MISSING_DEPENDENCY",
+        "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.": "DISTRIBUTED",
+        "datasets.exceptions.DataFilesNotFoundError: No (supported) data files found in /data/x": "DATA",
+    }
+    for text, family in cases.items():
+        assert run(text + "\n")["family"] == family, text
