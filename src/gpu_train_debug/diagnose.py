@@ -184,7 +184,7 @@ class _Diagnosis:
             result = self._batch_not_divisible()
         else:
             result = (self._from_results_row() or self._from_exception() or self._nan_tensor()
-                      or self._killed() or self._unknown())
+                      or self._usage_block() or self._killed() or self._unknown())
         family, codes, fix, explanation = result
         if not self.template and self.status != "implausible":
             explanation = (explanation.rstrip() + " " + self._benchmark_context()).strip()
@@ -663,7 +663,11 @@ class _Diagnosis:
     def _disk_full(self, match):
         said = match.group(0)
         before = self.log[max(0, match.start() - 3000):match.start()]
-        if "SemLock" in before or re.search(r"multiprocessing[/\\]synchronize\.py", before):
+        around = before + self.log[match.start():match.end() + 3000]
+        # joblib's semaphore probe, or a multiprocessing Lock/Queue being made, right around it.
+        if "SemLock" in before or re.search(r"multiprocessing[/\\]synchronize\.py", before) or re.search(
+                r"joblib[/\\]_multiprocessing_helpers\.py|multiprocessing[/\\](?:synchronize|queues)\.py[^\n]*\n[^\n]*"
+                r"(?:Lock|Semaphore|SemLock)\(", around):
             # A multiprocessing semaphore lives in /dev/shm: ENOSPC there is shared memory, not the disk.
             self._decided(match, "ENOSPC raised while multiprocessing created a semaphore (/dev/shm)")
             return self._shm(match)
@@ -1118,6 +1122,16 @@ class _Diagnosis:
             if found is False:
                 return False
         return None
+
+    def _usage_block(self):
+        """argparse's usage block and its error line, whatever the program printed before `error:`."""
+        line = fallbacks.usage_block(self.log)
+        if not line:
+            return None
+        self.decided_by.append({"line": line[:200], "why": "argparse's usage block ends in an error line"})
+        return "CONFIG_INVALID", ["USAGE_ERROR"], {}, (
+            f"The command line was refused ({line[:160]}): an argument the script does not define, a missing "
+            "required one, or a value outside its choices. Pass the arguments the script's --help lists.")
 
     def _nan_tensor(self):
         """A loss printed as a tensor that is nan/inf, with no exception after it."""

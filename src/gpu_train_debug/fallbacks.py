@@ -37,7 +37,7 @@ from gpu_train_debug import logtext
 # Every code a fallback here can give (references/diagnosis-codes.md documents each).
 CODES = ("FILE_MISSING", "NO_CUDA_DEVICE", "DATA_FORMAT", "CONFIG_VALUE", "PACKAGE_VERSION", "CODE_ERROR",
          "INDEX_OUT_OF_RANGE", "DATASET_EMPTY", "DATASET_KEY", "TOKENIZER_NO_CHAT_TEMPLATE", "LOSS_DIVERGED",
-         "DIST_INIT_FAILED", "NCCL_ERROR")
+         "DIST_INIT_FAILED", "NCCL_ERROR", "TF32_UNSUPPORTED", "USAGE_ERROR")
 
 # -- assertions ------------------------------------------------------------------------------
 
@@ -183,6 +183,7 @@ _FSSPEC_MIX = re.compile(r"Invalid pattern: '(?:\*\*)?' can only be an entire pa
                          r"|Loading a dataset cached in a LocalFileSystem is not supported")
 _EVAL_WITHOUT_DATA = re.compile(r"evaluation requires an eval_dataset|--do_eval requires a validation dataset"
                                 r"|requires a (?:validation|eval) dataset")
+_TF32 = re.compile(r"--tf32 requires Ampere or a newer GPU")
 _LAZY_IMPORT = re.compile(r"Failed to import [\w.]+ because of the following error")
 _EMPTY_SAMPLER = re.compile(r"num_samples should be a positive integer value, but got num_samples=0")
 _NO_COLUMN = re.compile(r"Column '?[^\n']{1,80}'? not in the dataset|Unknown split \"[^\"\n]{1,40}\"\. Should be one of")
@@ -238,6 +239,10 @@ def message_contract(raised):
         return ("CONFIG_INVALID", ["CONFIG_VALUE"], "evaluation is switched on without an evaluation dataset", (
             f"{raised.text()[:120]}: evaluation is on (eval_strategy/do_eval) but no evaluation dataset is given. "
             "Pass one (or a validation split / val_size), or turn evaluation off."))
+    if _TF32.search(message):
+        return ("DTYPE_UNSUPPORTED", ["TF32_UNSUPPORTED"], "tf32 asked of a GPU older than Ampere", (
+            f"{raised.text()[:120]}: TF32 exists on Ampere (sm_80) and newer GPUs only. Turn tf32 off "
+            "(--tf32 False), and bf16 with it on such a GPU (fp16 instead)."))
     if raised.name == "RuntimeError" and _LAZY_IMPORT.search(message):
         return ("MISSING_DEPENDENCY", ["PACKAGE_VERSION"], "a package's lazy import failed", (
             f"{raised.text()[:160]}: importing an installed package failed (its own traceback is above): "
@@ -318,6 +323,21 @@ def model_files(raised, before):
         "(config.json, the weights): a path that does not exist or is not the model's folder (an adapter or "
         "checkpoint folder, a parent folder), an unfinished download, or a mistyped id. Point it at the "
         "folder with config.json and the weights, or download the model there."))
+
+
+# -- argparse's usage block ---------------------------------------------------------------------
+
+_USAGE_BLOCK = re.compile(r"^usage: \S+[^\n]*\n(?:[^\n]*\n){0,40}?(?:\S+: )?error: (?:argument |unrecognized arguments"
+                          r"|the following arguments are required|invalid choice)[^\n]*", re.M)
+
+
+def usage_block(log):
+    """argparse printed its usage and an `error:` line (with or without the program's name)."""
+    tail = log[-20000:]
+    found = None
+    for found in _USAGE_BLOCK.finditer(tail):
+        pass
+    return found.group(0).splitlines()[-1].strip() if found else None
 
 
 # -- a loss printed as a tensor --------------------------------------------------------------

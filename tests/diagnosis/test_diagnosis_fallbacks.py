@@ -144,3 +144,13 @@ def test_library_contracts_common_in_llm_fine_tuning():
     }
     for text, family in cases.items():
         assert run(text + "\n")["family"] == family, text
+
+
+def test_rank_prefixed_frames_usage_blocks_and_tf32():
+    # torchrun's `[rank0]:` prefix does not hide the frames: the keyword is read from where it was raised.
+    out = run(log("sd-scripts-1524-load-model-unexpected-device"))
+    assert (out["family"], out["codes"]) == ("MISSING_DEPENDENCY", ["PACKAGE_VERSION"])
+    assert run(log("open-genie-2-invalid-choice-train-subcommand"))["codes"] == ["USAGE_ERROR"]
+    assert run(log("fastchat-1191-v100-bf16-tf32"))["family"] == "DTYPE_UNSUPPORTED"
+    # ENOSPC while multiprocessing makes its queue's lock (or joblib probes a semaphore): /dev/shm, not the disk.
+    assert run(log("vits-fast-fine-tuning-397-errno28-simplequeue"))["codes"] == ["SHM_EXHAUSTED"]
