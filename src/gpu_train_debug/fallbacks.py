@@ -178,6 +178,9 @@ _EMBEDDING_INDEX = re.compile(r"\bindex out of range in self(?![A-Za-z])")
 _TARGET_BOUNDS = re.compile(r"^Target -?\d+ is out of bounds")
 _LORA_TARGETS = re.compile(r"Target modules? .{0,200}?not found in the base model|Please specify `target_modules` in `peft_config`")
 _UNKNOWN_ARCHITECTURE = re.compile(r"has model type `[\w-]+` but Transformers does not recognize this architecture")
+# A checkpoint whose rope_scaling is newer than the library (Llama 3.1's {"rope_type": "llama3", ...}
+# read by a transformers/mlx-lm/vLLM release that wants the old {"type", "factor"} pair).
+_ROPE_SCALING = re.compile(r"`?rope_scaling`? must (?:contain keys|be a dictionary with (?:with )?two fields)")
 # datasets older than the fsspec it runs with (2023-24): glob patterns and the cache refuse to work.
 _FSSPEC_MIX = re.compile(r"Invalid pattern: '(?:\*\*)?' can only be an entire path component"
                          r"|Loading a dataset cached in a LocalFileSystem is not supported")
@@ -231,6 +234,11 @@ def message_contract(raised):
         return ("MISSING_DEPENDENCY", ["PACKAGE_VERSION"], "transformers does not know the checkpoint's model type", (
             f"{raised.text()[:160]}: the installed transformers is older than the model. Upgrade transformers to "
             "the release the model card names (`pip install -U transformers`)."))
+    if raised.name == "ValueError" and _ROPE_SCALING.search(message):
+        return ("MISSING_DEPENDENCY", ["PACKAGE_VERSION"], "the checkpoint's rope_scaling is newer than the library", (
+            f"{raised.text()[:160]}: the model's config.json carries a rope_scaling of a newer release (Llama "
+            "3.1+'s rope_type 'llama3') than the installed library reads. Upgrade transformers / mlx-lm / vLLM "
+            "to a release that knows the model."))
     if _FSSPEC_MIX.search(message):
         return ("MISSING_DEPENDENCY", ["PACKAGE_VERSION"], "datasets and fsspec of releases that do not go together", (
             f"{raised.text()[:120]}: the installed `datasets` is older than the `fsspec` it runs with. Upgrade "

@@ -134,6 +134,7 @@ def test_structure_read_from_dev13_kinds():
 def test_library_contracts_common_in_llm_fine_tuning():
     cases = {
         "ValueError: The checkpoint you are trying to load has model type `qwen2` but Transformers does not recognize this architecture.": "MISSING_DEPENDENCY",
+        "ValueError: rope_scaling must contain keys {'type', 'factor'}": "MISSING_DEPENDENCY",
         "ValueError: Invalid pattern: '**' can only be an entire path component\n": "MISSING_DEPENDENCY",
         "NotImplementedError: Loading a dataset cached in a LocalFileSystem is not supported.": "MISSING_DEPENDENCY",
         "ValueError: Trainer: evaluation requires an eval_dataset.": "CONFIG_INVALID",
