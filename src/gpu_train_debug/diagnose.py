@@ -15,7 +15,7 @@ import math
 import re
 
 from gpu_train_debug import accounting as acc
-from gpu_train_debug import evidence, harness_verdict, logtext, memory, patterns
+from gpu_train_debug import evidence, fallbacks, harness_verdict, logtext, memory, patterns
 
 FAMILIES = ("OOM", "GPU_UNSUPPORTED", "DTYPE_UNSUPPORTED", "NO_ACCELERATOR", "NAN_LOSS",
             "COMPILE_FAILURE", "MISSING_DEPENDENCY", "TOKENIZER", "DATA", "DISTRIBUTED",
@@ -183,8 +183,8 @@ class _Diagnosis:
         elif self._batch_invalid():
             result = self._batch_not_divisible()
         else:
-            result = (self._from_results_row() or self._from_exception() or self._killed()
-                      or self._unknown())
+            result = (self._from_results_row() or self._from_exception() or self._nan_tensor()
+                      or self._usage_block() or self._killed() or self._unknown())
         family, codes, fix, explanation = result
         if not self.template and self.status != "implausible":
             explanation = (explanation.rstrip() + " " + self._benchmark_context()).strip()
@@ -663,7 +663,11 @@ class _Diagnosis:
     def _disk_full(self, match):
         said = match.group(0)
         before = self.log[max(0, match.start() - 3000):match.start()]
-        if "SemLock" in before or re.search(r"multiprocessing[/\\]synchronize\.py", before):
+        around = before + self.log[match.start():match.end() + 3000]
+        # joblib's semaphore probe, or a multiprocessing Lock/Queue being made, right around it.
+        if "SemLock" in before or re.search(r"multiprocessing[/\\]synchronize\.py", before) or re.search(
+                r"joblib[/\\]_multiprocessing_helpers\.py|multiprocessing[/\\](?:synchronize|queues)\.py[^\n]*\n[^\n]*"
+                r"(?:Lock|Semaphore|SemLock)\(", around):
             # A multiprocessing semaphore lives in /dev/shm: ENOSPC there is shared memory, not the disk.
             self._decided(match, "ENOSPC raised while multiprocessing created a semaphore (/dev/shm)")
             return self._shm(match)
@@ -1014,6 +1018,9 @@ class _Diagnosis:
 
     def _from_exception(self, after=0):
         raised = self._failing_exception()
+        if raised is None and not after:
+            # Quoted inside a sentence, or only its message printed (a launcher's own wording).
+            raised = fallbacks.pasted_exception(self.log) or fallbacks.message_only(self.log)
         if raised is None or raised.start < after:
             return None
         self.inter["exception"] = raised.text()[:300]
@@ -1061,6 +1068,16 @@ class _Diagnosis:
                 f"{raised.text()[:120]}: the tokenizer file (tokenizer.json) is not valid JSON: a Git LFS pointer "
                 "or an interrupted download, or a format newer than the installed `tokenizers`. Download the "
                 "tokenizer files again (git lfs pull), or upgrade tokenizers/transformers.")
+        if name == "KeyError" and link is not None and link.frames and re.search(r"collat", link.frames[-1].function or "", re.I) \
+                and any(re.search(r"transformers[/\\]trainer\.py", f.file) for f in link.frames):
+            self.decided_by.append({"line": raised.text()[:200], "why": "a collate function under transformers' Trainer misses a field"})
+            return "CONFIG_INVALID", ["CONFIG_VALUE"], {}, (
+                f"{raised.text()[:120]}{where}, raised in the collate function the Trainer calls: the Trainer drops the "
+                "dataset columns the model's forward does not take (remove_unused_columns=True), so a collator that reads "
+                "another field gets none. Set remove_unused_columns=False, or name the field as the model's input.")
+        read = self._structure(raised, link)
+        if read is not None:
+            return read or None
         if name in self._CODE_ERRORS and not self._code_error_evidence(raised):
             # A TypeError/ValueError/... raised inside an installed library, or pasted without a
             # traceback, is as often a version mismatch or bad data as a bug in the code: a
@@ -1081,6 +1098,48 @@ class _Diagnosis:
                 f"expects. Install the version the project pins (its requirements or lock file).")
         return None
 
+    def _structure(self, raised, link):
+        """What the exception's structure says when no signature knew its text
+        (gpu_train_debug/fallbacks.py): the statement that raised it, the library it was raised
+        in, the other exceptions of its chain. A diagnosis, False for "name no family", or None."""
+        statement = _statement_before(self.log, raised.start)
+        own = logtext.own_frame(self.log, raised.start) if raised.file else None
+        names = [raised.name] + [link.name for link in self.ev.chain]
+        for read in (lambda: fallbacks.assertion(raised, statement),
+                     lambda: fallbacks.dataset_build(names, raised.message, link,
+                                                     self.log[max(0, raised.start - 4000):raised.start + 300]),
+                     lambda: fallbacks.json_decode(raised, own[3] if own and own[3] else statement),
+                     lambda: fallbacks.library_attribute(raised, link),
+                     lambda: fallbacks.config_library(raised),
+                     lambda: fallbacks.exception_class(raised),
+                     lambda: fallbacks.model_files(raised, self.log[max(0, raised.start - 2000):raised.start]),
+                     lambda: fallbacks.message_contract(raised)):
+            found = read()
+            if found:
+                family, codes, why, explanation = found
+                self.decided_by.append({"line": raised.text()[:200], "why": why})
+                return family, codes, {}, explanation
+            if found is False:
+                return False
+        return None
+
+    def _usage_block(self):
+        """argparse's usage block and its error line, whatever the program printed before `error:`."""
+        line = fallbacks.usage_block(self.log)
+        if not line:
+            return None
+        self.decided_by.append({"line": line[:200], "why": "argparse's usage block ends in an error line"})
+        return "CONFIG_INVALID", ["USAGE_ERROR"], {}, (
+            f"The command line was refused ({line[:160]}): an argument the script does not define, a missing "
+            "required one, or a value outside its choices. Pass the arguments the script's --help lists.")
+
+    def _nan_tensor(self):
+        """A loss printed as a tensor that is nan/inf, with no exception after it."""
+        if not fallbacks.nan_loss_tensor(self.log):
+            return None
+        self.decided_by.append({"line": "tensor(nan/inf ...) printed as the loss", "why": "a non-finite loss"})
+        return self._nan("LOSS_DIVERGED")
+
     def _library_contract(self, raised, link):
         """Exceptions whose structure says more than their type: a keyword a library no longer
         takes, a model type the installed transformers does not know, a name an optional kernel
@@ -1089,6 +1148,15 @@ class _Diagnosis:
         name, message = raised.name, raised.message
         frames = link.frames if link else []
         where = f" at {raised.where()}" if raised.file else ""
+        keyword = fallbacks.unexpected_keyword(raised, link)
+        if keyword is False:
+            self.decided_by.append({"line": raised.text()[:200], "why": "a keyword a model's forward does not take: "
+                                    "the model's own signature or the caller's code, no release says which"})
+            return False
+        if keyword:
+            family, codes, why, explanation = keyword
+            self.decided_by.append({"line": raised.text()[:200], "why": why})
+            return family, codes, {}, explanation
         if name == "TypeError" and "unexpected keyword argument" in message:
             if link is not None and link.raised_in not in (None, "python"):
                 self.decided_by.append({"line": raised.text()[:200], "why": f"a keyword the installed `{link.raised_in}` does not take"})
@@ -1484,9 +1552,11 @@ def _building_extension(link, raised):
 def _through_dataset(link, raised):
     """True when the exception came out of a dataset's __getitem__ (or the DataLoader's fetch);
     a library's own mapping (transformers' registry of model types) is not a dataset."""
+    frames = link.frames if link else []
+    if frames and re.search(r"collat", frames[-1].function or "", re.I):
+        return False   # raised by the collate function, not by the dataset building a sample
     if "in DataLoader worker" in raised.message:
         return True
-    frames = link.frames if link else []
     return any((f.function == "__getitem__" and f.library in (None, "torch", "datasets"))
                or re.search(r"torch[/\\]utils[/\\]data[/\\]", f.file) for f in frames)
 

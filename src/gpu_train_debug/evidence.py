@@ -185,9 +185,13 @@ def _chain(text):
     return links
 
 
+_WRAP_GAP = re.compile(r"[ \t]{3,}")
+
+
 def _frame(match):
     path, line, function = match.group(1) or match.group(2), int(match.group(3)), match.group(4)
-    return path, line, function
+    # A terminal that wrapped a long path pads it with a run of blanks (`site-packages/t      ransformers/`).
+    return _WRAP_GAP.sub("", path), line, function
 
 
 _ROOT = re.compile(

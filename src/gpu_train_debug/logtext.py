@@ -53,7 +53,8 @@ EXCEPTION = re.compile(
     r"|Exception(?=:)))"
     r"(?::[^\S\n]*(.*)|[^\S\n]{2,}(Traceback \(most recent call last\)))?$", _M)
 # `File "x.py", line 3, in f` (CPython) and `File ~/x.py:3, in f(...)` (IPython/Jupyter).
-FRAME = re.compile(r'^[^\S\n]*File (?:"([^"\n]+)", line |(\S+?):)(\d+)(?:, in ([^\s(]+))?', _M)
+# A `[rank0]:` / `[default3]:` prefix (torchrun's per-rank output) does not hide a frame.
+FRAME = re.compile(r'^[^\S\n]*(?:\[(?:rank|default)\d+\]:[^\S\n]*)?File (?:"([^"\n]+)", line |(\S+?):)(\d+)(?:, in ([^\s(]+))?', _M)
 CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
 TRACEBACK = "Traceback (most recent call last)"
 

@@ -3,7 +3,7 @@
 import re
 from pathlib import Path
 
-from gpu_train_debug import FAMILIES, generic, patterns
+from gpu_train_debug import FAMILIES, fallbacks, generic, patterns
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 EMITTED_BY_STATUS = ["OOM_TRAIN_ACTIVATIONS", "OOM_EVAL", "OOM_MODEL_STATES", "STALL_BEFORE_FIRST_STEP",
@@ -13,7 +13,8 @@ EMITTED_BY_STATUS = ["OOM_TRAIN_ACTIVATIONS", "OOM_EVAL", "OOM_MODEL_STATES", "S
 
 def test_every_code_is_documented_with_a_known_family():
     page = (ROOT / "references" / "diagnosis-codes.md").read_text()
-    codes = [c for c, _, _, _ in patterns.SIGNATURES if c != "OOM"] + EMITTED_BY_STATUS + list(generic.CODES)
+    codes = ([c for c, _, _, _ in patterns.SIGNATURES if c != "OOM"] + EMITTED_BY_STATUS + list(generic.CODES)
+             + list(fallbacks.CODES))
     missing = [c for c in codes if f"`{c}`" not in page]
     assert not missing
     assert {f for _, f, _, _ in patterns.SIGNATURES} <= set(FAMILIES)

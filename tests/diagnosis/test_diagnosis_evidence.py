@@ -234,8 +234,15 @@ def test_a_library_contract_read_from_where_the_exception_was_raised():
     # KeyError inside transformers' auto-config registry: a model type newer than transformers.
     qwen = run(log("qwen-434-keyerror-qwen2-old-transformers"))
     assert (qwen["family"], qwen["intermediates"]["model_type"]) == ("MISSING_DEPENDENCY", "qwen2")
-    # An unexpected keyword at the caller does not say whose function it is: no family.
-    assert run(log("poseidon-3-trainingarguments-eval-strategy"))["family"] == "UNKNOWN"
+    # An unexpected keyword at the caller does not say whose function it is: no family...
+    mine = ('Traceback (most recent call last):\n  File "train.py", line 12, in <module>\n'
+            '    net = Net(width=3)\nTypeError: Net.__init__() got an unexpected keyword argument \'width\'\n')
+    assert run(mine)["family"] == "UNKNOWN"
+    # ...unless the class is a training library's config whose keywords change between releases.
+    renamed = run(log("poseidon-3-trainingarguments-eval-strategy"))
+    assert (renamed["family"], renamed["codes"]) == ("MISSING_DEPENDENCY", ["PACKAGE_VERSION"])
+    # A model's forward() refusing a keyword is its own signature (raised where torch calls it): no family.
+    assert run(log("db-288-forward-unexpected-training-kwarg"))["family"] == "UNKNOWN"
     # A name only an optional kernel package provides: its guarded import failed.
     assert run(log("openchat-52-nameerror-flash-attn-v1"))["codes"] == ["PACKAGE_VERSION"]
 
