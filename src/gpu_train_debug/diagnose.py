@@ -663,7 +663,9 @@ class _Diagnosis:
     def _disk_full(self, match):
         said = match.group(0)
         before = self.log[max(0, match.start() - 3000):match.start()]
-        if "SemLock" in before or re.search(r"multiprocessing[/\\]synchronize\.py", before):
+        near = before + self.log[match.start():match.end() + 3000]
+        if "SemLock" in near or re.search(r"multiprocessing[/\\]synchronize\.py|_multiprocessing_helpers"
+                                          r"|= ctx\.(?:R?Lock|(?:Bounded)?Semaphore|Condition|Event)\(\)", near):
             # A multiprocessing semaphore lives in /dev/shm: ENOSPC there is shared memory, not the disk.
             self._decided(match, "ENOSPC raised while multiprocessing created a semaphore (/dev/shm)")
             return self._shm(match)
@@ -706,6 +708,15 @@ class _Diagnosis:
             "and it refuses every run until the data is rebuilt.")
 
     def _host_oom(self, match):
+        said = match.group(0) if match else ""
+        if re.search(r"allocate|bad_alloc|MemoryError", said, re.I):
+            self.inter["host_allocation"] = self._line(match).strip()[:200]
+            return "OOM", ["HOST_OOM_KILLED"], {}, (
+                "Host RAM (not GPU memory) ran out: the system refused an allocation (" + said[:80] + "), here "
+                "when " + ("fork() started DataLoader workers, each a copy of the process"
+                           if "Errno 12" in said and "fork" in self._context(match, 3000) else "the process asked for more") +
+                ". Lower the host memory use: fewer DataLoader workers, data memory-mapped or streamed instead of "
+                "loaded whole, a smaller model to load, or a machine (or container limit) with more RAM or swap.")
         return "OOM", ["HOST_OOM_KILLED"], {}, (
             "The process was killed with SIGKILL (exit 137 / exitcode -9), which is what the kernel's "
             "OOM killer does when host RAM (not GPU memory) runs out. Lower the host memory use: fewer "
@@ -1237,6 +1248,17 @@ class _Diagnosis:
             return "DISTRIBUTED", [code], {}, (
                 "This torch build has no NCCL (macOS, Windows or a CPU wheel): launch one process "
                 "without torch.distributed, or use the gloo backend.")
+        if "HCCL" in text:
+            return "DISTRIBUTED", ["HCCL_TIMEOUT" if "imeout" in text else "NCCL_ERROR"], {}, (
+                "A collective on Ascend NPUs (HCCL) failed or timed out (" + text[:80] + "): one rank stopped or "
+                "took another code path, or the devices cannot reach each other. Look for the first rank's own "
+                "error; raise HCCL_CONNECT_TIMEOUT/HCCL_EXEC_TIMEOUT if the work between collectives is long.")
+        if code == "DIST_INIT_FAILED" and re.search(r"gloo|connectFullMesh", text, re.I):
+            return "DISTRIBUTED", [code], {}, (
+                "The gloo backend's processes could not connect to each other (" + text[:80] + "): a rank bound "
+                "to the wrong network interface or address (127.0.0.1 from the hosts file), a firewall, or a rank "
+                "that died. Set GLOO_SOCKET_IFNAME (and NCCL_SOCKET_IFNAME) to the interface the nodes share and "
+                "check that every node resolves its own hostname to that address.")
         if code == "DIST_INIT_FAILED" and ("Address already in use" in text or "98" in text or "EADDRINUSE" in text
                                            or "server socket" in text):
             return "DISTRIBUTED", [code], {}, (
@@ -1253,6 +1275,15 @@ class _Diagnosis:
         cuda = _NCCL_CUDA_FAILURE.search(self.log, match.start(), match.end() + 3000)
         if cuda:
             return self._nccl_cuda_failure(cuda)
+        if re.search(r"unhandled cuda error|ncclUnhandledCudaError|NCCL Error 1\b", self._line(match), re.I):
+            # NCCL only passes on what a CUDA call returned; without that CUDA error the cause is not shown.
+            self._decided(match, "NCCL reported a CUDA call that failed, without the CUDA error")
+            return "UNKNOWN", ["UNKNOWN"], {}, (
+                "NCCL stopped on a CUDA call that failed (" + self._line(match).strip()[:80] + "), and the log does "
+                "not show which CUDA error: the fault is in CUDA on that node (the driver, a GPU, the container's "
+                "device access, peer-to-peer between the GPUs), not in the collective. Rerun with NCCL_DEBUG=INFO "
+                "to see the CUDA error and which GPU; try NCCL_P2P_DISABLE=1, and run a single-GPU CUDA program "
+                "on the same node.")
         return "DISTRIBUTED", [code], {}, (
             "A collective (NCCL) operation failed or timed out: one rank crashed or took a different "
             "code path. Look for the first rank's own error; single-GPU runs should not use NCCL.")

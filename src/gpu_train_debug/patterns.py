@@ -28,7 +28,12 @@ SIGNATURES = [
         # that cannot be created because the process reserved the GPU's memory (fixed by memory growth).
         r"|OOM when allocating tensor|Resource exhausted: Attempting to allocate|Failed to allocate request for [\d.]+ ?[KMGT]i?B"
         r"|RESOURCE_EXHAUSTED: Error allocating device buffer|Could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR"
-        r"|Cuda failure 'out of memory'|CUDA_ERROR_OUT_OF_MEMORY"),
+        r"|Cuda failure 'out of memory'|CUDA_ERROR_OUT_OF_MEMORY"
+        # Every allocator's own words, whatever the runtime (Paddle's `Out of memory error on GPU 0`,
+        # old torch's `cuda runtime error (2) : out of memory`, caffe2's `...: out of memory`,
+        # TensorFlow's BFC `Ran out of memory trying to allocate`): "out of memory" is never anything
+        # else, except the kernel's OOM killer (`Out of memory: Killed process`), which is host RAM.
+        r"|(?i:(?<![\w-])out of memory\b(?!: kill)(?! killer))|paddle::memory::allocation::BadAlloc"),
      ('cuda_error_out_of_memory', 'oom when allocating', 'resource exhausted', 'failed to allocate request', 'error allocating device buffer',
       'could not create cudnn handle', 'out of memory', 'outofmemoryerror', 'total capacity', 'erroroutofmemory', 'metal::malloc',
       'om detected', 'resource_exhausted', 'alloc_failed', 'cudaerrormemoryallocation', 'failed to allocate cuda',
@@ -63,15 +68,18 @@ SIGNATURES = [
     # The whole GPU is below what the software supports (a P100 for vLLM, a Kepler for torch).
     ("GPU_TOO_OLD", "GPU_UNSUPPORTED", re.compile(
         r"GPUs? with compute capability (?:below|lower than|less than|< ?)\s*\d+(?:\.\d+)? (?:are|is) not supported"
-        r"|(?:CUDA capability|compute capability) [\d.]+ (?:is )?(?:not supported|too old)|GPU is too old", _I),
-     ('not supported', 'too old')),
+        r"|(?:CUDA capability|compute capability) [\d.]+ (?:is )?(?:not supported|too old)|GPU is too old"
+        r"|no longer supports this GPU because it is too old|minimum cuda capability (?:supported by this library )?is", _I),
+     ('not supported', 'too old', 'minimum cuda capability')),
     ("TORCH_ARCH_UNSUPPORTED", "GPU_UNSUPPORTED", re.compile(
         r"with CUDA capabilit(?:y|ies) sm_\d+ is not compatible with the current PyTorch installation"
         r"|no kernel image is available for execution on the device|HIP error: invalid device function"
         r"|hipErrorInvalidDeviceFunction|HSA_STATUS_ERROR_INVALID_ISA|hipErrorNoBinaryForGpu"
-        r"|Unable to find code object for all current devices|rocBLAS error: Cannot read [^\n]*TensileLibrary", _I),
+        r"|Unable to find code object for all current devices|rocBLAS error: Cannot read [^\n]*TensileLibrary"
+        r"|cudaErrorNoKernelImageForDevice|CUDA_ERROR_NO_BINARY_FOR_GPU", _I),
      ('is not compatible with the current pytorch', 'no kernel image', 'invalid device function',
-      'invaliddevicefunction', 'invalid_isa', 'nobinaryforgpu', 'unable to find code object', 'tensilelibrary')),
+      'invaliddevicefunction', 'invalid_isa', 'nobinaryforgpu', 'unable to find code object', 'tensilelibrary',
+      'nokernelimage', 'no_binary_for_gpu')),
     # The accelerator's backend lacks an operator (MPS's prototype coverage, xformers built without CUDA).
     ("BACKEND_OP_MISSING", "GPU_UNSUPPORTED", re.compile(
         r"is not current(?:ly)? implemented for the (MPS|XPU|HPU|Meta) device|not currently supported on the (MPS) backend"
@@ -91,25 +99,35 @@ SIGNATURES = [
     ("BF16_UNSUPPORTED", "DTYPE_UNSUPPORTED", re.compile(
         r"does not support bfloat16|bf16 is not supported|bfloat16 is not supported"
         r"|Bf16 requires|only supported on GPUs with compute capability of at least 8|setup doesn't support bf16"
-        r"|Feature '[^']*bf16' requires \.target sm_80|bf16 mixed precision requires PyTorch >= [\d.]+ and a supported device", _I),
-     ('bfloat16', 'bf16', 'compute capability of at least 8')),
+        r"|Feature '[^']*bf16' requires \.target sm_80|bf16 mixed precision requires PyTorch >= [\d.]+ and a supported device"
+        # cuBLAS refuses a bf16 GEMM (CUDA_R_16BF operands) on a GPU without bf16 units.
+        r"|CUBLAS_STATUS_NOT_SUPPORTED[^\n]*CUDA_R_16BF", _I),
+     ('bfloat16', 'bf16', 'compute capability of at least 8', 'cublas_status_not_supported')),
     # The driver is older than the CUDA runtime (torch's wheel, or a container's CUDA forward
     # compatibility on a GPU that has none). Often only a warning at CUDA initialisation, after
     # which the run falls back to the CPU or fails later: the warning is then the cause.
     ("DRIVER_TOO_OLD", "NO_ACCELERATOR", re.compile(
         r"NVIDIA driver on your system is too old|CUDA driver version is insufficient"
         r"|forward compatibility was attempted on non supported HW|cudaErrorCompatNotSupportedOnDevice"
-        r"|This container was built for NVIDIA Driver Release|unsupported display driver / cuda driver combination", _I),
+        r"|This container was built for NVIDIA Driver Release|unsupported display driver / cuda driver combination"
+        # The runtime's error names for the same, and PTX newer than the driver can JIT.
+        r"|cudaErrorInsufficientDriver|CUDA_ERROR_INSUFFICIENT_DRIVER|provided PTX was compiled with an unsupported toolchain"
+        r"|CUDA_ERROR_UNSUPPORTED_PTX_VERSION", _I),
      ('driver on your system is too old', 'driver version is insufficient', 'forward compatibility was attempted',
-      'compatnotsupported', 'built for nvidia driver release', 'unsupported display driver')),
+      'compatnotsupported', 'built for nvidia driver release', 'unsupported display driver', 'insufficientdriver',
+      'insufficient_driver', 'unsupported toolchain', 'unsupported_ptx')),
     ("NO_CUDA_DEVICE", "NO_ACCELERATOR", re.compile(
         r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available"
         r"|no CUDA-capable device is detected|invalid device ordinal|CUDA unavailable, invalid device"
         r"|The NVIDIA Driver was not detected|CUDA unknown error - this may be due to an incorrectly set up environment"
         # Lightning when torch sees no GPU; CUDA's error 999 (unknown) when the driver cannot start it.
         r"|GPUAccelerator can not run on your system since the accelerator is not available|No supported gpu backend found"
-        r"|cuda runtime error \(999\) : unknown error"),
-     ('gpuaccelerator can not run', 'no supported gpu backend', 'runtime error (999)', 'not compiled with cuda', 'no nvidia driver', 'no cuda gpus', 'no cuda-capable', 'invalid device ordinal',
+        r"|cuda runtime error \(999\) : unknown error"
+        # The driver cannot be reached or reports no device (nvidia-smi, the driver API, TensorFlow's cuInit).
+        r"|NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver|CUDA_ERROR_NO_DEVICE"
+        r"|cudaErrorNoDevice\b|failed call to cuInit"),
+     ("couldn't communicate with the nvidia driver", 'cuda_error_no_device', 'cudaerrornodevice', 'failed call to cuinit',
+      'gpuaccelerator can not run', 'no supported gpu backend', 'runtime error (999)', 'not compiled with cuda', 'no nvidia driver', 'no cuda gpus', 'no cuda-capable', 'invalid device ordinal',
       'cuda unavailable', 'driver was not detected', 'cuda unknown error')),
     # The build of a CUDA extension stopped on the toolchain: the host compiler is newer than nvcc
     # accepts, nvcc is older than the GPU, or the local toolkit is not the CUDA torch was built with.
@@ -126,10 +144,17 @@ SIGNATURES = [
         r"Error (?:building|compiling objects for) extension '?[\w.-]+|Failed building wheel for [\w.-]+"
         r"|Could not build wheels for [\w.-]+|^(?:ERROR: )?Failed to build (?:installable wheels|[\w.-]+[^\S\n]*$)"
         r"|No matching distribution found for \S+|Could not find a version that satisfies the requirement \S+"
-        r"|\d+ errors? detected in the compilation of|Ninja is required to load C\+\+ extensions", _I | _M),
+        r"|\d+ errors? detected in the compilation of|Ninja is required to load C\+\+ extensions"
+        # setuptools' words when the compiler or linker it ran failed, the linker's own, and pip's
+        # when a package's build step failed (the compiler error above it is the cause).
+        r"|error: command '[^'\n]*?\b(?:nvcc|hipcc|gcc|g\+\+|c\+\+|cc|clang\+*|cl|link|ninja|x86_64-linux-gnu-g(?:cc|\+\+))(?:\.exe)?'"
+        r" failed with exit (?:status|code) \d+|\bld(?:\.\w+)?: cannot find -l\w+|collect2: error: ld returned \d+ exit status"
+        r"|error: subprocess-exited-with-error|error: metadata-generation-failed"
+        r"|(?:python setup\.py \w+|Getting requirements to build wheel|Building wheel for \S+(?: \([\w.]+\))?) did not run successfully", _I | _M),
      ('error building extension', 'error compiling objects for extension', 'failed building wheel',
       'could not build wheels', 'failed to build', 'no matching distribution', 'could not find a version',
-      'detected in the compilation of', 'ninja is required')),
+      'detected in the compilation of', 'ninja is required', "' failed with exit", 'cannot find -l', 'ld returned',
+      'subprocess-exited-with-error', 'metadata-generation-failed', 'did not run successfully')),
     ("MISSING_PACKAGE", "MISSING_DEPENDENCY", re.compile(
         r"ModuleNotFoundError: No module named '([\w.]+)'|ImportError: No module named ([\w.]+)"
         r"|\bpython[\d.]*: No module named ([\w.]+)"
@@ -208,9 +233,13 @@ SIGNATURES = [
         r"|operator torchvision::\w+ does not exist|CUDA Setup failed despite (?:GPU|CUDA) being available"
         r"|CUDA SETUP: CUDA detection failed|CUDA SETUP: Required library version not found"
         # DeepSpeed's op builder when no CUDA toolkit (nvcc) is installed to compile its ops.
-        r"|CUDA_HOME does not exist, unable to compile CUDA op|MissingCUDAException", _I),
+        r"|CUDA_HOME does not exist, unable to compile CUDA op|MissingCUDAException"
+        # The dynamic loader's other refusals (Linux, macOS, Windows) of a library the import needs.
+        r"|\.(?:so|dylib)[.\d]*: (?:cannot read file data|invalid ELF header|file too short|wrong ELF class)"
+        r"|Symbol not found: \S+|\[WinError 126\]|Error loading \"[^\"\n]+\.dll\" or one of its dependencies", _I),
      ('undefined symbol', 'cannot open shared object', 'dll load failed', 'cuda_home', 'no cuda runtime',
-      'missingcudaexception',
+      'missingcudaexception', 'cannot read file data', 'invalid elf header', 'file too short', 'wrong elf class',
+      'symbol not found', 'winerror 126', '.dll" or one of its dependencies',
       'visual c++', 'nvcc', 'version `', 'compiled with different cuda', 'torchvision::', 'cuda setup')),
     # The shell could not start a command (exit 127): bash's `foo: command not found`, dash's
     # `sh: 1: foo: not found`, `bash: ./run.sh: No such file or directory`, a Chinese locale's
@@ -338,8 +367,13 @@ SIGNATURES = [
         r"exitcode\s*:\s*-9\b|Signal 9 \(SIGKILL\)|exit code 137\b|interrupted by signal 9|killed by signal: Killed"
         r"|Memory cgroup out of memory|Out of memory: Kill(?:ed)? process|\boom-kill(?:er)?\b|^Killed\s*$|\]Killed\s*$"
         r"|exit status 137\b|returned non-zero exit status -9|exits with return code = -9\b"
-        r"|killed due to memory pressure \(OOM\)|Task was killed due to the node running low on memory", _I | _M),
-     ('memory pressure', 'running low on memory', 'return code = -9', 'exitcode', 'signal 9', '137', 'killed', 'out of memory: kill', 'oom-kill')),
+        r"|killed due to memory pressure \(OOM\)|Task was killed due to the node running low on memory"
+        # Host RAM refused an allocation instead (ENOMEM): fork() of DataLoader workers, torch's CPU
+        # allocator, numpy, C++'s operator new, Python's own MemoryError.
+        r"|\[Errno 12\] Cannot allocate memory|DefaultCPUAllocator: (?:can't allocate memory|not enough memory)"
+        r"|Unable to allocate [\d.]+ ?[KMGTP]i?B for an array|std::bad_alloc|^MemoryError\b", _I | _M),
+     ('memory pressure', 'running low on memory', 'return code = -9', 'exitcode', 'signal 9', '137', 'killed', 'out of memory: kill', 'oom-kill',
+      'cannot allocate memory', 'defaultcpuallocator', 'for an array', 'bad_alloc', 'memoryerror')),
     ("NCCL_TIMEOUT", "DISTRIBUTED", re.compile(
         r"Watchdog caught collective"),
      ('watchdog caught',)),
@@ -354,8 +388,13 @@ SIGNATURES = [
         r"|(?:errno: 98 - |os error 98|EADDRINUSE|\[Errno 98\] )Address already in use|Address already in use \(os error 98\)"
         r"|server socket has failed to (?:bind|listen)|RendezvousTimeoutError|RendezvousClosedError"
         r"|The client socket has timed out after|Connection reset by peer[^\n]*(?:TCPStore|c10d)|\bc10d\b[^\n]*(?:failed|timed out)"
-        r"|store->get\('\w+'\) got error: Socket Timeout|Timed out initializing process group in store based barrier"),
-     ('mpi support is disabled', 'process group has not been initialized', 'distnetworkerror',
+        r"|store->get\('\w+'\) got error: Socket Timeout|Timed out initializing process group in store based barrier"
+        # gloo's transport, the c10d store and the elastic rendezvous in their own words; Ascend's HCCL.
+        r"|Gloo connectFullMesh failed|gloo::EnforceNotMet|gloo[/\\]transport[/\\]\w+[/\\]\w+\.cc:\d+\]"
+        r"|DistStoreError|Timed out after \d+ seconds waiting for (?:clients|workers)|Rendezvous\w*Error"
+        r"|ProcessGroupHCCL[^\n]*(?:[Tt]imeout|[Ee]rror|failed)|HCCL (?:error|timeout|function error)"),
+     ('connectfullmesh', 'gloo', 'diststoreerror', 'waiting for clients', 'waiting for workers', 'rendezvous', 'hccl',
+      'mpi support is disabled', 'process group has not been initialized', 'distnetworkerror',
       'client socket has timed out', 'c10d', 'address already in use', 'server socket has failed', 'rendezvous',
       'store based barrier', 'original timeout was', 'socket timeout')),
     # DDP found parameters that got no gradient (a layer unused in forward, or a branch skipped).
