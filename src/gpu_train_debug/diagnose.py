@@ -669,6 +669,11 @@ class _Diagnosis:
             # A multiprocessing semaphore lives in /dev/shm: ENOSPC there is shared memory, not the disk.
             self._decided(match, "ENOSPC raised while multiprocessing created a semaphore (/dev/shm)")
             return self._shm(match)
+        if "cannot be opened" in said or "FileWriter" in said:
+            return "DATA", ["DISK_FULL"], {}, (
+                "torch.save could not create the checkpoint file (" + self._line(match).strip()[:100] + "): the disk "
+                "or the quota is full, or the folder is missing or not writable. Free space (old checkpoints pile "
+                "up), create the output folder, or point the output at a writable, larger disk, then rerun.")
         if "StreamWriter" in said or "unexpected pos" in said:
             return "DATA", ["DISK_FULL"], {}, (
                 "torch.save could not finish writing a checkpoint (" + self._line(match).strip()[:100] + "): the "
@@ -790,6 +795,14 @@ class _Diagnosis:
             "is, or revert the edit.")
 
     def _package_attr(self, match):
+        if match.group(3):
+            cls, keyword = match.group(3), match.group(4)
+            self.inter["class"], self.inter["unexpected_keyword"] = cls, keyword
+            return "MISSING_DEPENDENCY", ["PACKAGE_VERSION"], {}, (
+                f"`{cls}` does not take `{keyword}` in the installed version: the library renamed or removed it "
+                f"(transformers renamed `evaluation_strategy` to `eval_strategy`, for one), or the code was written "
+                f"for a newer release. Install the version the project pins (its requirements file), or use the "
+                f"argument's name in the installed version.")
         module, attr = match.group(1), match.group(2)
         self.inter["module"], self.inter["missing_attribute"] = module, attr
         return "MISSING_DEPENDENCY", ["PACKAGE_VERSION"], {}, (
@@ -1248,7 +1261,7 @@ class _Diagnosis:
             return "DISTRIBUTED", [code], {}, (
                 "This torch build has no NCCL (macOS, Windows or a CPU wheel): launch one process "
                 "without torch.distributed, or use the gloo backend.")
-        if "HCCL" in text:
+        if "HCCL" in text or "Notify register" in text or "EI0002" in text:
             return "DISTRIBUTED", ["HCCL_TIMEOUT" if "imeout" in text else "NCCL_ERROR"], {}, (
                 "A collective on Ascend NPUs (HCCL) failed or timed out (" + text[:80] + "): one rank stopped or "
                 "took another code path, or the devices cannot reach each other. Look for the first rank's own "
@@ -1436,6 +1449,11 @@ def _busy_before(log, offset, lines=40):
 
 # What each described crash class is, and the fix step its threads found.
 _FIX_STEPS = {
+    "XPU_FLOAT64": (
+        "This Intel GPU has no float64 (Arc and other client GPUs) and a kernel uses double precision",
+        "Keep tensors on the XPU in float32: convert numpy's float64 arrays (`.astype(np.float32)`, "
+        "`torch.from_numpy(x).float()`) and float64 constants before `.to('xpu')`; set "
+        "IPEX_FP32_MATH_MODE or OverrideDefaultFP64Settings=1 with IGC_EnableDPEmulation=1 only to emulate it."),
     "TOKENIZER_NO_PAD_TOKEN": (
         "The tokenizer has no padding token and the data collator pads batches",
         "Give it one before training: `tokenizer.pad_token = tokenizer.eos_token` (or add a pad token and "

@@ -60,7 +60,7 @@ SIGNATURES = [
     # A Triton kernel's block configuration needs more shared memory per block than this GPU has
     # (Pascal/Turing have 48-64 KiB): the GPU is too small for that kernel, not out of VRAM.
     ("TRITON_SHARED_MEMORY", "GPU_UNSUPPORTED", re.compile(
-        r"out of resource: shared memory,? ?Required: ?\d+,? ?,? ?Hardware limit: ?\d+"),
+        r"out of resource: shared memory,? ?Required: ?\d+,? ?,? ?Hardware limit(?:ation)?: ?\d+"),
      ('out of resource: shared memory',)),
     ("TRITON_GPU_TOO_OLD", "GPU_UNSUPPORTED", re.compile(
         r"too old to be supported by the triton GPU compiler"),
@@ -83,8 +83,11 @@ SIGNATURES = [
     # The accelerator's backend lacks an operator (MPS's prototype coverage, xformers built without CUDA).
     ("BACKEND_OP_MISSING", "GPU_UNSUPPORTED", re.compile(
         r"is not current(?:ly)? implemented for the (MPS|XPU|HPU|Meta) device|not currently supported on the (MPS) backend"
-        r"|No operator found for `?\w+`?|\b(MPS) does not support \w+", _I),
-     ('implemented for the', 'not currently supported on the', 'no operator found for', 'mps does not support')),
+        r"|No operator found for `?\w+`?|\b(MPS) does not support \w+"
+        # A runtime that says its device lacks the feature asked of it (Intel's XPU memory query).
+        r"|The device \([^)\n]+\) (?:doesn't|does not) support \w+", _I),
+     ('implemented for the', 'not currently supported on the', 'no operator found for', 'mps does not support',
+      "doesn't support", 'does not support')),
     # A CPU kernel without a half-precision version: fp16/bf16 weights run on the CPU.
     # AMP's GradScaler was given fp16 parameters: it keeps fp32 master weights and refuses them.
     ("FP16_WEIGHTS_SCALED", "CONFIG_INVALID", re.compile(r"Attempting to unscale FP16 gradients"),
@@ -96,6 +99,10 @@ SIGNATURES = [
     ("MPS_FLOAT64", "DTYPE_UNSUPPORTED", re.compile(
         r"MPS framework doesn't support float64|Cannot convert a MPS Tensor to float64"),
      ("doesn't support float64", 'mps tensor to float64')),
+    ("XPU_FLOAT64", "DTYPE_UNSUPPORTED", re.compile(
+        r"uses-fp64-math|Required aspect fp64 is not supported|aspect::fp64|fp64 is not supported (?:on|by) (?:the|this) device"
+        r"|Double (?:precision|type) is not supported on this (?:device|platform)", _I),
+     ('fp64', 'double precision is not supported', 'double type is not supported')),
     ("BF16_UNSUPPORTED", "DTYPE_UNSUPPORTED", re.compile(
         r"does not support bfloat16|bf16 is not supported|bfloat16 is not supported"
         r"|Bf16 requires|only supported on GPUs with compute capability of at least 8|setup doesn't support bf16"
@@ -148,7 +155,7 @@ SIGNATURES = [
         # setuptools' words when the compiler or linker it ran failed, the linker's own, and pip's
         # when a package's build step failed (the compiler error above it is the cause).
         r"|error: command '[^'\n]*?\b(?:nvcc|hipcc|gcc|g\+\+|c\+\+|cc|clang\+*|cl|link|ninja|x86_64-linux-gnu-g(?:cc|\+\+))(?:\.exe)?'"
-        r" failed with exit (?:status|code) \d+|\bld(?:\.\w+)?: cannot find -l\w+|collect2: error: ld returned \d+ exit status"
+        r" failed with exit (?:status|code)[\W_]{0,3}\d+|\bld(?:\.\w+)?: cannot find -l\w+|collect2: error: ld returned \d+ exit status"
         r"|error: subprocess-exited-with-error|error: metadata-generation-failed"
         r"|(?:python setup\.py \w+|Getting requirements to build wheel|Building wheel for \S+(?: \([\w.]+\))?) did not run successfully", _I | _M),
      ('error building extension', 'error compiling objects for extension', 'failed building wheel',
@@ -193,8 +200,8 @@ SIGNATURES = [
         r"api_key not configured \(no-tty\)|wandb\.errors\.UsageError: api_key not configured"),
      ('api_key not configured',)),
     ("CUDA_FORK_REINIT", "CONFIG_INVALID", re.compile(
-        r"Cannot re-initialize CUDA in forked subprocess"),
-     ('re-initialize cuda in forked',)),
+        r"Cannot re-initialize CUDA in forked subprocess|To use CUDA with multiprocessing, you must use the 'spawn' start method"),
+     ('re-initialize cuda in forked', "must use the 'spawn' start method")),
     ("TOO_MANY_OPEN_FILES", "CONFIG_INVALID", re.compile(
         r"Too many open files\. Communication with the workers is no longer possible|\[Errno 24\] Too many open files"),
      ('too many open files',)),
@@ -223,8 +230,12 @@ SIGNATURES = [
         r"Illegal instruction(?: \(core dumped\))?\s*$|signal 4 \(SIGILL\)|\bSIGILL\b", _M),
      ('illegal instruction', 'sigill')),
     ("PACKAGE_VERSION", "MISSING_DEPENDENCY", re.compile(
-        r"module '(?!(?:train|prepare|model|models|config|utils|__main__)')([A-Za-z_][\w.]*)' has no attribute '(\w+)'"),
-     ("' has no attribute '",)),
+        r"module '(?!(?:train|prepare|model|models|config|utils|__main__)')([A-Za-z_][\w.]*)' has no attribute '(\w+)'"
+        # A library's argument or config class refuses a keyword its other versions take
+        # (transformers' TrainingArguments(evaluation_strategy=...), trl's SFTConfig, a model Config).
+        r"|\b(\w*TrainingArguments|\w*Trainer|(?:SFT|DPO|GRPO|PPO|KTO|ORPO|CPO|Reward|Lora|BitsAndBytes|Generation|Peft)Config)"
+        r"\.__init__\(\) got an unexpected keyword argument '(\w+)'"),
+     ("' has no attribute '", 'got an unexpected keyword argument')),
     # A compiled extension does not match what is installed: a CUDA library, a torch ABI.
     ("BINARY_MISMATCH", "MISSING_DEPENDENCY", re.compile(
         r"undefined symbol: \S+|cannot open shared object file|DLL load failed|CUDA_HOME environment variable is not set"
@@ -281,8 +292,10 @@ SIGNATURES = [
         # torch.save's zip writer when the disk or the quota fills during a checkpoint.
         r"|PytorchStreamWriter failed writing file|unexpected pos \d+ vs \d+"
         # torch's own writers when the device under the file fails mid-write (full, or quota).
-        r"|write\(\): fd \d+ failed with Input/output error|write error: wrote \d+ blocks instead of \d+", _I),
-     ('failed with input/output error', 'write error: wrote', 'no space left', 'errno 28', 'not enough disk space', 'disk quota', 'enospc', 'pytorchstreamwriter failed writing',
+        r"|write\(\): fd \d+ failed with Input/output error|write error: wrote \d+ blocks instead of \d+"
+        # torch.save's zip writer could not even create the file (a full disk, a missing or read-only folder).
+        r"|RuntimeError: File [^\n]+ cannot be opened\.?\s*$|PyTorchFileWriter[^\n]*(?:cannot be opened|failed)", _I | _M),
+     ('cannot be opened', 'failed with input/output error', 'write error: wrote', 'no space left', 'errno 28', 'not enough disk space', 'disk quota', 'enospc', 'pytorchstreamwriter failed writing',
       'unexpected pos')),
     ("PERMISSION_DENIED", "DATA", re.compile(
         r"PermissionError|\[Errno 13\] Permission denied|\bEACCES\b"),
@@ -392,8 +405,9 @@ SIGNATURES = [
         # gloo's transport, the c10d store and the elastic rendezvous in their own words; Ascend's HCCL.
         r"|Gloo connectFullMesh failed|gloo::EnforceNotMet|gloo[/\\]transport[/\\]\w+[/\\]\w+\.cc:\d+\]"
         r"|DistStoreError|Timed out after \d+ seconds waiting for (?:clients|workers)|Rendezvous\w*Error"
-        r"|ProcessGroupHCCL[^\n]*(?:[Tt]imeout|[Ee]rror|failed)|HCCL (?:error|timeout|function error)"),
-     ('connectfullmesh', 'gloo', 'diststoreerror', 'waiting for clients', 'waiting for workers', 'rendezvous', 'hccl',
+        r"|ProcessGroupHCCL[^\n]*(?:[Tt]imeout|[Ee]rror|failed)|HCCL (?:error|timeout|function error)"
+        r"|The wait execution of the Notify register times out|\bEI0002\b"),
+     ('connectfullmesh', 'gloo', 'diststoreerror', 'waiting for clients', 'waiting for workers', 'rendezvous', 'hccl', 'notify register', 'ei0002',
       'mpi support is disabled', 'process group has not been initialized', 'distnetworkerror',
       'client socket has timed out', 'c10d', 'address already in use', 'server socket has failed', 'rendezvous',
       'store based barrier', 'original timeout was', 'socket timeout')),
