@@ -33,11 +33,12 @@ SIGNATURES = [
         # old torch's `cuda runtime error (2) : out of memory`, caffe2's `...: out of memory`,
         # TensorFlow's BFC `Ran out of memory trying to allocate`): "out of memory" is never anything
         # else, except the kernel's OOM killer (`Out of memory: Killed process`), which is host RAM.
-        r"|(?i:(?<![\w-])out of memory\b(?!: kill)(?! killer))|paddle::memory::allocation::BadAlloc"),
+        r"|(?i:(?<![\w-])out ?of ?memory\b(?!: kill)(?! killer))|paddle::memory::allocation::BadAlloc"),
      ('cuda_error_out_of_memory', 'oom when allocating', 'resource exhausted', 'failed to allocate request', 'error allocating device buffer',
       'could not create cudnn handle', 'out of memory', 'outofmemoryerror', 'total capacity', 'erroroutofmemory', 'metal::malloc',
       'om detected', 'resource_exhausted', 'alloc_failed', 'cudaerrormemoryallocation', 'failed to allocate cuda',
-      'out_of_device_memory', 'out of device memory', 'error_outofmemory', 'at the bottom of memory')),
+      'out_of_device_memory', 'out of device memory', 'error_outofmemory', 'at the bottom of memory', 'outof memory',
+      'out ofmemory')),
     # A GPU watchdog stopped a kernel that ran too long (Windows TDR when the GPU also drives a
     # display; Metal's "Impacting Interactivity"): a time limit, not a fault of the model.
     ("GPU_WATCHDOG_TIMEOUT", "TIMEOUT", re.compile(
@@ -301,7 +302,7 @@ SIGNATURES = [
         r"PermissionError|\[Errno 13\] Permission denied|\bEACCES\b"),
      ('permissionerror', 'errno 13', 'eacces')),
     ("TOKENIZER_INCOMPATIBLE", "TOKENIZER", re.compile(
-        r"data did not match any variant of untagged enum \w+|Tokenizer class \w+ does not exist or is not currently imported"),
+        r"data did not match any variant of untagged enum \w+|Tokenizer class \S+ does not exist or is not currently imported"),
      ('untagged enum', 'tokenizer class')),
     ("TOKENIZER_MISSING", "TOKENIZER", re.compile(
         r"(?:FileNotFoundError|No such file|NoSuchFileException|Unable to open|Failed to open|Could not find|cannot find"
@@ -384,9 +385,12 @@ SIGNATURES = [
         # Host RAM refused an allocation instead (ENOMEM): fork() of DataLoader workers, torch's CPU
         # allocator, numpy, C++'s operator new, Python's own MemoryError.
         r"|\[Errno 12\] Cannot allocate memory|DefaultCPUAllocator: (?:can't allocate memory|not enough memory)"
-        r"|Unable to allocate [\d.]+ ?[KMGTP]i?B for an array|std::bad_alloc|^MemoryError\b", _I | _M),
+        r"|Unable to allocate [\d.]+ ?[KMGTP]i?B for an array|std::bad_alloc|^MemoryError\b"
+        # People telling it: "ran out of RAM", "the training process was killed" (the OOM killer's SIGKILL).
+        r"|\bout of (?:RAM|system memory|host memory|CPU memory)\b"
+        r"|\bprocess (?:was|is|got|gets|will be|has been|being) killed\b", _I | _M),
      ('memory pressure', 'running low on memory', 'return code = -9', 'exitcode', 'signal 9', '137', 'killed', 'out of memory: kill', 'oom-kill',
-      'cannot allocate memory', 'defaultcpuallocator', 'for an array', 'bad_alloc', 'memoryerror')),
+      'cannot allocate memory', 'defaultcpuallocator', 'for an array', 'bad_alloc', 'memoryerror', 'out of ram')),
     ("NCCL_TIMEOUT", "DISTRIBUTED", re.compile(
         r"Watchdog caught collective"),
      ('watchdog caught',)),
@@ -421,7 +425,7 @@ SIGNATURES = [
         r"|OVERFLOW! Rank \d+ Skipping step|Current loss scale already at minimum"),
      ('overflow detected', 'gradient overflow', 'minimum loss scale', 'overflow! rank', 'already at minimum')),
     ("LOSS_DIVERGED", "NAN_LOSS", re.compile(
-        r"\bloss\b['\"`]*\s*(?:is\s+|[:=]\s*|\d+\s+)?['\"]*[-+]?(?:nan|inf)\b|Loss is (?:NaN|inf)|non-finite loss|(?-i:^FAIL\s*$)"
+        r"(?<![^\W_])loss\b['\"`]*\s*(?:is\s+|[:=]\s*|\d+\s+)?['\"]*[-+]?(?:nan|inf)\b|Loss is (?:NaN|inf)|non-finite loss|(?-i:^FAIL\s*$)"
         r"|the run diverged|val_bpb is (?:nan|inf)|nonfinite (?:grad|param)|returned nan values"
         r"|\bgrad[_ ]norm['\"]?\s*[:=]?\s*(?:nan|inf)\b"
         r"|\bloss\b(?:[^\n.;]|\.(?=\d)){0,40}\b(?:and|but|then|becomes?|became|turns?(?: into)?|goes to|went to)\s+(?:-?nan|-?inf)\b", _I | _M),
@@ -548,7 +552,7 @@ REQUIRE = {
     "LOSS_DIVERGED": ("loss", "fail", "non-finite", "nonfinite", "diverged", "val_bpb", "grad", "returned nan"),
     "NCCL_ERROR": ("error", "built in", "aborted", "failed", "invalidusage", "systemerror", "internalerror",
                    "unhandled"),
-    "HOST_OOM_KILLED": ("-9", "sigkill", "137", "signal", "memory", "oom", "killed"),
+    "HOST_OOM_KILLED": ("-9", "sigkill", "137", "signal", "memory", "oom", "killed", "out of ram", "bad_alloc"),
     "SEGFAULT": ("segmentation", "-11", "sigsegv", "139"),
     "LOSS_NEAR_ZERO": ("loss",),
 }

@@ -54,7 +54,7 @@ def test_heldout_split_is_the_frozen_seeded_sample():
                                                  "batch12": 59, "batch13": 61, "batch14": 62}
 
 
-SPLITS = ["train", "heldout", "blind2", "blind3", "blind4", "blind5", "blind6", "dev7", "dev8", "dev9", "dev10", "dev11", "dev14"]
+SPLITS = ["train", "heldout", "blind2", "blind3", "blind4", "blind5", "blind6", "dev7", "dev8", "dev9", "dev10", "dev11", "dev14", "dev15"]
 BATCHES = ["batch7", "batch8", "batch10", "batch11", "batch12", "batch13", "batch14"]
 ACCEPTANCE = "batch9"
 
