@@ -556,6 +556,26 @@ class _Diagnosis:
             "loss scaling.")
 
     def _no_cuda(self, match):
+        said = match.group(0)
+        if "802" in self._line(match) or "SystemNotReady" in said:
+            return "NO_ACCELERATOR", ["CUDA_SYSTEM_NOT_READY"], {}, (
+                "CUDA could not start on this node (error 802, 'system not yet initialized'): the NVSwitch fabric of an "
+                "HGX/DGX node is not up. Start NVIDIA's fabric manager (`systemctl start nvidia-fabricmanager`, the "
+                "driver's version) and check `nvidia-smi -q | grep -i fabric`, then rerun.")
+        if "version mismatch" in said:
+            return "NO_ACCELERATOR", ["NO_CUDA_DEVICE"], {}, (
+                "The NVIDIA kernel module and the user-space driver libraries differ (NVML: Driver/library version "
+                "mismatch), usually after a driver update without a reboot: reboot (or reload the nvidia modules), "
+                "then check `nvidia-smi` before rerunning.")
+        if "busy or unavailable" in said or "DevicesUnavailable" in said:
+            return "NO_ACCELERATOR", ["NO_CUDA_DEVICE"], {}, (
+                "The GPU refused a new CUDA context (busy or unavailable): it is in exclusive-process compute mode and "
+                "another process holds it, or it is in a bad state. Check `nvidia-smi` (compute mode, processes), end "
+                "the other process or pick another GPU with CUDA_VISIBLE_DEVICES, or reset the GPU.")
+        if "MPS" in said:
+            return "NO_ACCELERATOR", ["NO_CUDA_DEVICE"], {}, (
+                "The MPS backend is not available (" + said[:80] + "): macOS older than 12.3, a torch built without MPS, "
+                "or not an Apple-silicon Mac. Update macOS/torch, or run on the CPU on purpose.")
         return "NO_ACCELERATOR", ["NO_CUDA_DEVICE"], {}, (
             "No usable CUDA device: the PyTorch build is CPU-only or no NVIDIA driver/GPU is "
             "visible. Install a CUDA build of torch, or run the CPU profile on purpose.")
@@ -714,6 +734,11 @@ class _Diagnosis:
 
     def _host_oom(self, match):
         said = match.group(0) if match else ""
+        if re.search(r"WinError 1455|paging file", said, re.I):
+            return "OOM", ["HOST_OOM_KILLED"], {}, (
+                "Windows ran out of virtual memory (WinError 1455: the paging file is too small): each DataLoader "
+                "worker and process loads torch's large CUDA DLLs. Use fewer DataLoader workers (num_workers=0 to "
+                "confirm), or let Windows grow the paging file (system-managed size, on a disk with free space).")
         if re.search(r"allocate|bad_alloc|MemoryError", said, re.I):
             self.inter["host_allocation"] = self._line(match).strip()[:200]
             return "OOM", ["HOST_OOM_KILLED"], {}, (
@@ -771,6 +796,9 @@ class _Diagnosis:
             "use an implementation built for this device (PyTorch SDPA for attention) or a build that has it.")
 
     def _binary_mismatch(self, match):
+        if re.search(r"WinError 1455|paging file is too small", self._line(match)):
+            # Windows could not map a DLL of torch: its virtual memory (RAM + paging file) is exhausted.
+            return self._host_oom(match)
         return "MISSING_DEPENDENCY", ["BINARY_MISMATCH"], {}, (
             "A compiled extension does not match what is installed (" + match.group(0)[:100] + "): it was "
             "built for another torch/CUDA, or the CUDA toolkit it needs is absent. Reinstall that package "

@@ -33,12 +33,13 @@ SIGNATURES = [
         # old torch's `cuda runtime error (2) : out of memory`, caffe2's `...: out of memory`,
         # TensorFlow's BFC `Ran out of memory trying to allocate`): "out of memory" is never anything
         # else, except the kernel's OOM killer (`Out of memory: Killed process`), which is host RAM.
-        r"|(?i:(?<![\w-])out ?of ?memory\b(?!: kill)(?! killer))|paddle::memory::allocation::BadAlloc"),
+        r"|(?i:(?<![\w-])out ?of ?memory\b(?!: kill)(?! killer))|paddle::memory::allocation::BadAlloc"
+        r"|\b[A-Z]+_(?:RESULT_)?ERROR_OUT_OF_DEVICE_MEMORY\b|\bEL0004\b[^\n]*[Ff]ailed to allocate memory"),
      ('cuda_error_out_of_memory', 'oom when allocating', 'resource exhausted', 'failed to allocate request', 'error allocating device buffer',
       'could not create cudnn handle', 'out of memory', 'outofmemoryerror', 'total capacity', 'erroroutofmemory', 'metal::malloc',
       'om detected', 'resource_exhausted', 'alloc_failed', 'cudaerrormemoryallocation', 'failed to allocate cuda',
       'out_of_device_memory', 'out of device memory', 'error_outofmemory', 'at the bottom of memory', 'outof memory',
-      'out ofmemory')),
+      'out ofmemory', 'el0004')),
     # A GPU watchdog stopped a kernel that ran too long (Windows TDR when the GPU also drives a
     # display; Metal's "Impacting Interactivity"): a time limit, not a fault of the model.
     ("GPU_WATCHDOG_TIMEOUT", "TIMEOUT", re.compile(
@@ -133,8 +134,15 @@ SIGNATURES = [
         r"|cuda runtime error \(999\) : unknown error"
         # The driver cannot be reached or reports no device (nvidia-smi, the driver API, TensorFlow's cuInit).
         r"|NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver|CUDA_ERROR_NO_DEVICE"
-        r"|cudaErrorNoDevice\b|failed call to cuInit"),
-     ("couldn't communicate with the nvidia driver", 'cuda_error_no_device', 'cudaerrornodevice', 'failed call to cuinit',
+        r"|cudaErrorNoDevice\b|failed call to cuInit"
+        r"|CUDA-capable device\(s\) is/are busy or unavailable|cudaErrorDevicesUnavailable|Driver/library version mismatch"
+        r"|CUDA driver initialization failed|ProcessGroupNCCL is only supported with GPUs, no GPUs found"
+        r"|Unexpected error from cudaGetDeviceCount\(\)|cudaErrorSystemNotReady"
+        r"|MPS backend is not available|MPS not available because|The MPS backend is supported on MacOS"),
+     ('busy or unavailable', 'devicesunavailable', 'driver/library version mismatch', 'driver initialization failed',
+      'no gpus found', 'cudagetdevicecount', 'systemnotready', 'mps backend is not available', 'mps not available',
+      'mps backend is supported',
+      "couldn't communicate with the nvidia driver", 'cuda_error_no_device', 'cudaerrornodevice', 'failed call to cuinit',
       'gpuaccelerator can not run', 'no supported gpu backend', 'runtime error (999)', 'not compiled with cuda', 'no nvidia driver', 'no cuda gpus', 'no cuda-capable', 'invalid device ordinal',
       'cuda unavailable', 'driver was not detected', 'cuda unknown error')),
     # The build of a CUDA extension stopped on the toolchain: the host compiler is newer than nvcc
@@ -248,7 +256,8 @@ SIGNATURES = [
         r"|CUDA_HOME does not exist, unable to compile CUDA op|MissingCUDAException"
         # The dynamic loader's other refusals (Linux, macOS, Windows) of a library the import needs.
         r"|\.(?:so|dylib)[.\d]*: (?:cannot read file data|invalid ELF header|file too short|wrong ELF class)"
-        r"|Symbol not found: \S+|\[WinError 126\]|Error loading \"[^\"\n]+\.dll\" or one of its dependencies", _I),
+        r"|Symbol not found: \S+|\[WinError 126\]|Error loading \"[^\"\n]+\.dll\" or one of its dependencies"
+        r"|No such file or directory: '[^'\n]*[/\\]nvcc(?:\.exe)?'", _I),
      ('undefined symbol', 'cannot open shared object', 'dll load failed', 'cuda_home', 'no cuda runtime',
       'missingcudaexception', 'cannot read file data', 'invalid elf header', 'file too short', 'wrong elf class',
       'symbol not found', 'winerror 126', '.dll" or one of its dependencies',
@@ -388,9 +397,11 @@ SIGNATURES = [
         r"|Unable to allocate [\d.]+ ?[KMGTP]i?B for an array|std::bad_alloc|^MemoryError\b"
         # People telling it: "ran out of RAM", "the training process was killed" (the OOM killer's SIGKILL).
         r"|\bout of (?:RAM|system memory|host memory|CPU memory)\b"
-        r"|\bprocess (?:was|is|got|gets|will be|has been|being) killed\b", _I | _M),
+        r"|\bprocess (?:was|is|got|gets|will be|has been|being) killed\b"
+        r"|\[WinError 1455\]|paging file is too small|\boom[_ ]kill event|\bOOM Killed\b", _I | _M),
      ('memory pressure', 'running low on memory', 'return code = -9', 'exitcode', 'signal 9', '137', 'killed', 'out of memory: kill', 'oom-kill',
-      'cannot allocate memory', 'defaultcpuallocator', 'for an array', 'bad_alloc', 'memoryerror', 'out of ram')),
+      'cannot allocate memory', 'defaultcpuallocator', 'for an array', 'bad_alloc', 'memoryerror', 'out of ram',
+      'winerror 1455', 'paging file', 'oom_kill', 'oom kill')),
     ("NCCL_TIMEOUT", "DISTRIBUTED", re.compile(
         r"Watchdog caught collective"),
      ('watchdog caught',)),
@@ -552,7 +563,8 @@ REQUIRE = {
     "LOSS_DIVERGED": ("loss", "fail", "non-finite", "nonfinite", "diverged", "val_bpb", "grad", "returned nan"),
     "NCCL_ERROR": ("error", "built in", "aborted", "failed", "invalidusage", "systemerror", "internalerror",
                    "unhandled"),
-    "HOST_OOM_KILLED": ("-9", "sigkill", "137", "signal", "memory", "oom", "killed", "out of ram", "bad_alloc"),
+    "HOST_OOM_KILLED": ("-9", "sigkill", "137", "signal", "memory", "oom", "killed", "out of ram", "bad_alloc",
+                        "1455", "paging file"),
     "SEGFAULT": ("segmentation", "-11", "sigsegv", "139"),
     "LOSS_NEAR_ZERO": ("loss",),
 }
