@@ -1294,6 +1294,11 @@ class _Diagnosis:
                 "A collective on Ascend NPUs (HCCL) failed or timed out (" + text[:80] + "): one rank stopped or "
                 "took another code path, or the devices cannot reach each other. Look for the first rank's own "
                 "error; raise HCCL_CONNECT_TIMEOUT/HCCL_EXEC_TIMEOUT if the work between collectives is long.")
+        if "env:// rendezvous" in text:
+            return "DISTRIBUTED", [code], {}, (
+                "torch.distributed was initialised from environment variables that are not set (RANK, WORLD_SIZE, "
+                "MASTER_ADDR/MASTER_PORT): the script was started with `python` instead of a launcher. Start it with "
+                "`torchrun --nproc_per_node=N` (or accelerate/deepspeed), or run one process without the distributed path.")
         if code == "DIST_INIT_FAILED" and re.search(r"gloo|connectFullMesh", text, re.I):
             return "DISTRIBUTED", [code], {}, (
                 "The gloo backend's processes could not connect to each other (" + text[:80] + "): a rank bound "

@@ -138,10 +138,11 @@ SIGNATURES = [
         r"|CUDA-capable device\(s\) is/are busy or unavailable|cudaErrorDevicesUnavailable|Driver/library version mismatch"
         r"|CUDA driver initialization failed|ProcessGroupNCCL is only supported with GPUs, no GPUs found"
         r"|Unexpected error from cudaGetDeviceCount\(\)|cudaErrorSystemNotReady"
-        r"|MPS backend is not available|MPS not available because|The MPS backend is supported on MacOS"),
+        r"|MPS backend is not available|MPS not available because|The MPS backend is supported on MacOS"
+        r"|cuda\.is_available\(\)\W{0,3}(?:returns?|is|gives|=+|:)?\s*False"),
      ('busy or unavailable', 'devicesunavailable', 'driver/library version mismatch', 'driver initialization failed',
       'no gpus found', 'cudagetdevicecount', 'systemnotready', 'mps backend is not available', 'mps not available',
-      'mps backend is supported',
+      'mps backend is supported', 'is_available()',
       "couldn't communicate with the nvidia driver", 'cuda_error_no_device', 'cudaerrornodevice', 'failed call to cuinit',
       'gpuaccelerator can not run', 'no supported gpu backend', 'runtime error (999)', 'not compiled with cuda', 'no nvidia driver', 'no cuda gpus', 'no cuda-capable', 'invalid device ordinal',
       'cuda unavailable', 'driver was not detected', 'cuda unknown error')),
@@ -152,9 +153,12 @@ SIGNATURES = [
         r"unsupported GNU version! gcc versions later than [\d.]+ are not supported"
         r"|unsupported Microsoft Visual Studio version|Unsupported gpu architecture '(?:compute|sm)_\w+'"
         r"|The detected CUDA version \([\d.]+\) mismatches the version that was used to compile"
+        r"|CUDAMismatchException|Installed CUDA version [\d.]+ does not match the version torch was compiled with"
+        r"|Cuda extensions are being compiled with a version of Cuda that does not match the version used to compile Pytorch"
         r"|fatal error: (?:cuda\w*|cublas\w*|cusparse\w*|cudnn\w*|curand\w*|nccl)\.h: No such file or directory", _I),
      ('unsupported gnu version', 'unsupported microsoft visual studio', 'unsupported gpu architecture',
-      'the detected cuda version', '.h: no such file')),
+      'the detected cuda version', '.h: no such file', 'cudamismatchexception', 'installed cuda version',
+      'cuda extensions are being compiled')),
     # An extension or wheel that did not build, or pip that found no build for this Python/platform.
     ("BUILD_FAILED", "MISSING_DEPENDENCY", re.compile(
         r"Error (?:building|compiling objects for) extension '?[\w.-]+|Failed building wheel for [\w.-]+"
@@ -173,7 +177,7 @@ SIGNATURES = [
       'subprocess-exited-with-error', 'metadata-generation-failed', 'did not run successfully')),
     ("MISSING_PACKAGE", "MISSING_DEPENDENCY", re.compile(
         r"ModuleNotFoundError: No module named '([\w.]+)'|ImportError: No module named ([\w.]+)"
-        r"|\bpython[\d.]*: No module named ([\w.]+)"
+        r"|\bpython[\d.]*: No module named ([\w.]+)|(?m:^)\s*No module named '([\w.]+)'"
         # transformers' words for an optional backend it needs (sentencepiece, protobuf, ...).
         r"|requires the (\w+) library but it was not found in your environment|You need to have (\w+) installed"),
      ('no module named', 'library but it was not found', 'you need to have')),
@@ -257,10 +261,13 @@ SIGNATURES = [
         # The dynamic loader's other refusals (Linux, macOS, Windows) of a library the import needs.
         r"|\.(?:so|dylib)[.\d]*: (?:cannot read file data|invalid ELF header|file too short|wrong ELF class)"
         r"|Symbol not found: \S+|\[WinError 126\]|Error loading \"[^\"\n]+\.dll\" or one of its dependencies"
-        r"|No such file or directory: '[^'\n]*[/\\]nvcc(?:\.exe)?'", _I),
+        r"|No such file or directory: '[^'\n]*[/\\]nvcc(?:\.exe)?'"
+        r"|Could not run '(?!aten::)\w+::\w+' with arguments from the '(?:CUDA|HIP|XPU|MPS)' backend"
+        r"|libcuda\.so cannot found|bitsandbytes was compiled without GPU support|has no attribute 'cadam32bit_grad_fp32'", _I),
      ('undefined symbol', 'cannot open shared object', 'dll load failed', 'cuda_home', 'no cuda runtime',
       'missingcudaexception', 'cannot read file data', 'invalid elf header', 'file too short', 'wrong elf class',
-      'symbol not found', 'winerror 126', '.dll" or one of its dependencies',
+      'symbol not found', 'winerror 126', '.dll" or one of its dependencies', 'could not run',
+      'libcuda.so cannot found', 'compiled without gpu support', 'cadam32bit',
       'visual c++', 'nvcc', 'version `', 'compiled with different cuda', 'torchvision::', 'cuda setup')),
     # The shell could not start a command (exit 127): bash's `foo: command not found`, dash's
     # `sh: 1: foo: not found`, `bash: ./run.sh: No such file or directory`, a Chinese locale's
@@ -421,8 +428,11 @@ SIGNATURES = [
         r"|Gloo connectFullMesh failed|gloo::EnforceNotMet|gloo[/\\]transport[/\\]\w+[/\\]\w+\.cc:\d+\]"
         r"|DistStoreError|Timed out after \d+ seconds waiting for (?:clients|workers)|Rendezvous\w*Error"
         r"|ProcessGroupHCCL[^\n]*(?:[Tt]imeout|[Ee]rror|failed)|HCCL (?:error|timeout|function error)"
-        r"|The wait execution of the Notify register times out|\bEI0002\b"),
-     ('connectfullmesh', 'gloo', 'diststoreerror', 'waiting for clients', 'waiting for workers', 'rendezvous', 'hccl', 'notify register', 'ei0002',
+        r"|The wait execution of the Notify register times out|\bEI0002\b"
+        r"|Error initializing torch\.distributed using env:// rendezvous|Distributed package doesn't have (?:MPI|Gloo|UCC) built in"
+        r"|retrieving ncclUniqueId from \[\d+\] via c10d key-value store[^\n]*got error"),
+     ('connectfullmesh', 'gloo', 'diststoreerror', 'waiting for clients', 'waiting for workers', 'rendezvous', 'hccl', 'notify register', 'ei0002', 'error initializing torch.distributed',
+      "doesn't have mpi", "doesn't have gloo", "doesn't have ucc", 'via c10d key-value store',
       'mpi support is disabled', 'process group has not been initialized', 'distnetworkerror',
       'client socket has timed out', 'c10d', 'address already in use', 'server socket has failed', 'rendezvous',
       'store based barrier', 'original timeout was', 'socket timeout')),

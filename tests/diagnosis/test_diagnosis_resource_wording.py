@@ -29,7 +29,16 @@ CASES = [
     ("/usr/bin/ld: cannot find -lcudart", "MISSING_DEPENDENCY"),
     ("ImportError: /env/lib/libcufft.so.10: cannot read file data", "MISSING_DEPENDENCY"),
     ("error: [Errno 2] No such file or directory: ':/usr/local/cuda/bin/nvcc'", "MISSING_DEPENDENCY"),
-    # Collectives other than NCCL's own words.
+    ("deepspeed.ops.op_builder.builder.CUDAMismatchException: >- DeepSpeed Op Builder: Installed CUDA version 12.1 "
+     "does not match the version torch was compiled with 11.8", "MISSING_DEPENDENCY"),
+    ("NotImplementedError: Could not run 'torchvision::nms' with arguments from the 'CUDA' backend.",
+     "MISSING_DEPENDENCY"),
+    ("RuntimeError: Failed to import transformers.trainer because of the following error (look up to see its "
+     "traceback):\nNo module named 'torch._six'", "MISSING_DEPENDENCY"),
+    ("torch.cuda.is_available() returns False", "NO_ACCELERATOR"),
+    # Collectives other than NCCL's own words, and runs started without a launcher.
+    ("ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable RANK expected, "
+     "but not set", "DISTRIBUTED"),
     ("RuntimeError: Gloo connectFullMesh failed with [../gloo/transport/tcp/pair.cc:144] no error", "DISTRIBUTED"),
     ("torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/3 clients joined.",
      "DISTRIBUTED"),
