@@ -139,7 +139,7 @@ SIGNATURES = [
         r"|CUDA driver initialization failed|ProcessGroupNCCL is only supported with GPUs, no GPUs found"
         r"|Unexpected error from cudaGetDeviceCount\(\)|cudaErrorSystemNotReady"
         r"|MPS backend is not available|MPS not available because|The MPS backend is supported on MacOS"
-        r"|cuda\.is_available\(\)\W{0,3}(?:returns?|is|gives|=+|:)?\s*False"),
+        r"|(?<!device but torch\.)cuda\.is_available\(\)\W{0,3}(?:returns?|is|gives|=+|:)?\s*False"),
      ('busy or unavailable', 'devicesunavailable', 'driver/library version mismatch', 'driver initialization failed',
       'no gpus found', 'cudagetdevicecount', 'systemnotready', 'mps backend is not available', 'mps not available',
       'mps backend is supported', 'is_available()',
@@ -311,8 +311,10 @@ SIGNATURES = [
         # torch's own writers when the device under the file fails mid-write (full, or quota).
         r"|write\(\): fd \d+ failed with Input/output error|write error: wrote \d+ blocks instead of \d+"
         # torch.save's zip writer could not even create the file (a full disk, a missing or read-only folder).
-        r"|RuntimeError: File [^\n]+ cannot be opened\.?\s*$|PyTorchFileWriter[^\n]*(?:cannot be opened|failed)", _I | _M),
-     ('cannot be opened', 'failed with input/output error', 'write error: wrote', 'no space left', 'errno 28', 'not enough disk space', 'disk quota', 'enospc', 'pytorchstreamwriter failed writing',
+        r"|RuntimeError: File [^\n]+ cannot be opened\.?\s*$|PyTorchFileWriter[^\n]*(?:cannot be opened|failed)"
+        r"|\bfile ?system is full\b|No usable temporary directory found", _I | _M),
+     ('system is full', 'filesystem is full', 'no usable temporary directory', 'cannot be opened',
+      'failed with input/output error', 'write error: wrote', 'no space left', 'errno 28', 'not enough disk space', 'disk quota', 'enospc', 'pytorchstreamwriter failed writing',
       'unexpected pos')),
     ("PERMISSION_DENIED", "DATA", re.compile(
         r"PermissionError|\[Errno 13\] Permission denied|\bEACCES\b"),
@@ -415,7 +417,7 @@ SIGNATURES = [
     ("NCCL_ERROR", "DISTRIBUTED", re.compile(
         r"NCCL error\b|DistBackendError|ncclUnhandledCudaError|ncclSystemError|ncclInternalError"
         r"|Distributed package doesn't have NCCL built in|ncclInvalidUsage|NCCL communicator was aborted"
-        r"|ncclCommInitRank failed|NCCL Error \d|NCCL failure [^\n]*'unhandled system error'|NCCL WARN Call to ibv_create_qp failed"),
+        r"|ncclCommInitRank failed|ncclRemoteError|NCCL Error \d|NCCL failure [^\n]*'unhandled system error'|NCCL WARN Call to ibv_create_qp failed"),
      ('nccl', 'distbackenderror')),
     ("DIST_INIT_FAILED", "DISTRIBUTED", re.compile(
         r"MPI support is disabled|Default process group has not been initialized|DistNetworkError"

@@ -47,6 +47,10 @@ CASES = [
     ("RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:33, unhandled cuda error, NCCL version 2.7.8", "UNKNOWN"),
     ("RuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling `cublasGemmEx(h, a, CUDA_R_16F, b)`",
      "UNKNOWN"),
+    ("FileNotFoundError: [Errno 2] No usable temporary directory found in ['/tmp', '/var/tmp', '/usr/tmp']", "DATA"),
+    # A GPU checkpoint on a machine without CUDA: the fix may be map_location or a GPU; no family.
+    ("RuntimeError: Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False.",
+     "UNKNOWN"),
     # A user's own class refusing a keyword says nothing about versions.
     ("TypeError: Net.__init__() got an unexpected keyword argument 'depht'", "UNKNOWN"),
 ]
