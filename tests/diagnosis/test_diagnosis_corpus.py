@@ -55,7 +55,8 @@ def test_heldout_split_is_the_frozen_seeded_sample():
 
 
 SPLITS = ["train", "heldout", "blind2", "blind3", "blind4", "blind5", "blind6", "dev7", "dev8", "dev9", "dev10", "dev11", "dev14", "dev15"]
-BATCHES = ["batch7", "batch8", "batch10", "batch11", "batch12", "batch13", "batch14"]
+# Splits held to precision only (dev16 is measured, not tuned on: its two misses are left UNKNOWN).
+BATCHES = ["batch7", "batch8", "batch10", "batch11", "batch12", "batch13", "batch14", "dev16"]
 ACCEPTANCE = "batch9"
 
 
