@@ -556,6 +556,26 @@ class _Diagnosis:
             "loss scaling.")
 
     def _no_cuda(self, match):
+        said = match.group(0)
+        if "802" in self._line(match) or "SystemNotReady" in said:
+            return "NO_ACCELERATOR", ["CUDA_SYSTEM_NOT_READY"], {}, (
+                "CUDA could not start on this node (error 802, 'system not yet initialized'): the NVSwitch fabric of an "
+                "HGX/DGX node is not up. Start NVIDIA's fabric manager (`systemctl start nvidia-fabricmanager`, the "
+                "driver's version) and check `nvidia-smi -q | grep -i fabric`, then rerun.")
+        if "version mismatch" in said:
+            return "NO_ACCELERATOR", ["NO_CUDA_DEVICE"], {}, (
+                "The NVIDIA kernel module and the user-space driver libraries differ (NVML: Driver/library version "
+                "mismatch), usually after a driver update without a reboot: reboot (or reload the nvidia modules), "
+                "then check `nvidia-smi` before rerunning.")
+        if "busy or unavailable" in said or "DevicesUnavailable" in said:
+            return "NO_ACCELERATOR", ["NO_CUDA_DEVICE"], {}, (
+                "The GPU refused a new CUDA context (busy or unavailable): it is in exclusive-process compute mode and "
+                "another process holds it, or it is in a bad state. Check `nvidia-smi` (compute mode, processes), end "
+                "the other process or pick another GPU with CUDA_VISIBLE_DEVICES, or reset the GPU.")
+        if "MPS" in said:
+            return "NO_ACCELERATOR", ["NO_CUDA_DEVICE"], {}, (
+                "The MPS backend is not available (" + said[:80] + "): macOS older than 12.3, a torch built without MPS, "
+                "or not an Apple-silicon Mac. Update macOS/torch, or run on the CPU on purpose.")
         return "NO_ACCELERATOR", ["NO_CUDA_DEVICE"], {}, (
             "No usable CUDA device: the PyTorch build is CPU-only or no NVIDIA driver/GPU is "
             "visible. Install a CUDA build of torch, or run the CPU profile on purpose.")
@@ -663,14 +683,19 @@ class _Diagnosis:
     def _disk_full(self, match):
         said = match.group(0)
         before = self.log[max(0, match.start() - 3000):match.start()]
-        around = before + self.log[match.start():match.end() + 3000]
-        # joblib's semaphore probe, or a multiprocessing Lock/Queue being made, right around it.
-        if "SemLock" in before or re.search(r"multiprocessing[/\\]synchronize\.py", before) or re.search(
-                r"joblib[/\\]_multiprocessing_helpers\.py|multiprocessing[/\\](?:synchronize|queues)\.py[^\n]*\n[^\n]*"
-                r"(?:Lock|Semaphore|SemLock)\(", around):
+        near = before + self.log[match.start():match.end() + 3000]
+        # joblib's semaphore probe, or a multiprocessing Lock/Queue/Semaphore being made, right around it.
+        if "SemLock" in near or re.search(r"multiprocessing[/\\]synchronize\.py|_multiprocessing_helpers"
+                                          r"|= ctx\.(?:R?Lock|(?:Bounded)?Semaphore|Condition|Event)\(\)", near) or re.search(
+                r"multiprocessing[/\\](?:synchronize|queues)\.py[^\n]*\n[^\n]*(?:Lock|Semaphore|SemLock)\(", near):
             # A multiprocessing semaphore lives in /dev/shm: ENOSPC there is shared memory, not the disk.
             self._decided(match, "ENOSPC raised while multiprocessing created a semaphore (/dev/shm)")
             return self._shm(match)
+        if "cannot be opened" in said or "FileWriter" in said:
+            return "DATA", ["DISK_FULL"], {}, (
+                "torch.save could not create the checkpoint file (" + self._line(match).strip()[:100] + "): the disk "
+                "or the quota is full, or the folder is missing or not writable. Free space (old checkpoints pile "
+                "up), create the output folder, or point the output at a writable, larger disk, then rerun.")
         if "StreamWriter" in said or "unexpected pos" in said:
             return "DATA", ["DISK_FULL"], {}, (
                 "torch.save could not finish writing a checkpoint (" + self._line(match).strip()[:100] + "): the "
@@ -710,6 +735,20 @@ class _Diagnosis:
             "and it refuses every run until the data is rebuilt.")
 
     def _host_oom(self, match):
+        said = match.group(0) if match else ""
+        if re.search(r"WinError 1455|paging file", said, re.I):
+            return "OOM", ["HOST_OOM_KILLED"], {}, (
+                "Windows ran out of virtual memory (WinError 1455: the paging file is too small): each DataLoader "
+                "worker and process loads torch's large CUDA DLLs. Use fewer DataLoader workers (num_workers=0 to "
+                "confirm), or let Windows grow the paging file (system-managed size, on a disk with free space).")
+        if re.search(r"allocate|bad_alloc|MemoryError", said, re.I):
+            self.inter["host_allocation"] = self._line(match).strip()[:200]
+            return "OOM", ["HOST_OOM_KILLED"], {}, (
+                "Host RAM (not GPU memory) ran out: the system refused an allocation (" + said[:80] + "), here "
+                "when " + ("fork() started DataLoader workers, each a copy of the process"
+                           if "Errno 12" in said and "fork" in self._context(match, 3000) else "the process asked for more") +
+                ". Lower the host memory use: fewer DataLoader workers, data memory-mapped or streamed instead of "
+                "loaded whole, a smaller model to load, or a machine (or container limit) with more RAM or swap.")
         return "OOM", ["HOST_OOM_KILLED"], {}, (
             "The process was killed with SIGKILL (exit 137 / exitcode -9), which is what the kernel's "
             "OOM killer does when host RAM (not GPU memory) runs out. Lower the host memory use: fewer "
@@ -759,6 +798,9 @@ class _Diagnosis:
             "use an implementation built for this device (PyTorch SDPA for attention) or a build that has it.")
 
     def _binary_mismatch(self, match):
+        if re.search(r"WinError 1455|paging file is too small", self._line(match)):
+            # Windows could not map a DLL of torch: its virtual memory (RAM + paging file) is exhausted.
+            return self._host_oom(match)
         return "MISSING_DEPENDENCY", ["BINARY_MISMATCH"], {}, (
             "A compiled extension does not match what is installed (" + match.group(0)[:100] + "): it was "
             "built for another torch/CUDA, or the CUDA toolkit it needs is absent. Reinstall that package "
@@ -783,6 +825,14 @@ class _Diagnosis:
             "is, or revert the edit.")
 
     def _package_attr(self, match):
+        if match.group(3):
+            cls, keyword = match.group(3), match.group(4)
+            self.inter["class"], self.inter["unexpected_keyword"] = cls, keyword
+            return "MISSING_DEPENDENCY", ["PACKAGE_VERSION"], {}, (
+                f"`{cls}` does not take `{keyword}` in the installed version: the library renamed or removed it "
+                f"(transformers renamed `evaluation_strategy` to `eval_strategy`, for one), or the code was written "
+                f"for a newer release. Install the version the project pins (its requirements file), or use the "
+                f"argument's name in the installed version.")
         module, attr = match.group(1), match.group(2)
         self.inter["module"], self.inter["missing_attribute"] = module, attr
         return "MISSING_DEPENDENCY", ["PACKAGE_VERSION"], {}, (
@@ -1305,6 +1355,22 @@ class _Diagnosis:
             return "DISTRIBUTED", [code], {}, (
                 "This torch build has no NCCL (macOS, Windows or a CPU wheel): launch one process "
                 "without torch.distributed, or use the gloo backend.")
+        if "HCCL" in text or "Notify register" in text or "EI0002" in text:
+            return "DISTRIBUTED", ["HCCL_TIMEOUT" if "imeout" in text else "NCCL_ERROR"], {}, (
+                "A collective on Ascend NPUs (HCCL) failed or timed out (" + text[:80] + "): one rank stopped or "
+                "took another code path, or the devices cannot reach each other. Look for the first rank's own "
+                "error; raise HCCL_CONNECT_TIMEOUT/HCCL_EXEC_TIMEOUT if the work between collectives is long.")
+        if "env:// rendezvous" in text:
+            return "DISTRIBUTED", [code], {}, (
+                "torch.distributed was initialised from environment variables that are not set (RANK, WORLD_SIZE, "
+                "MASTER_ADDR/MASTER_PORT): the script was started with `python` instead of a launcher. Start it with "
+                "`torchrun --nproc_per_node=N` (or accelerate/deepspeed), or run one process without the distributed path.")
+        if code == "DIST_INIT_FAILED" and re.search(r"gloo|connectFullMesh", text, re.I):
+            return "DISTRIBUTED", [code], {}, (
+                "The gloo backend's processes could not connect to each other (" + text[:80] + "): a rank bound "
+                "to the wrong network interface or address (127.0.0.1 from the hosts file), a firewall, or a rank "
+                "that died. Set GLOO_SOCKET_IFNAME (and NCCL_SOCKET_IFNAME) to the interface the nodes share and "
+                "check that every node resolves its own hostname to that address.")
         if code == "DIST_INIT_FAILED" and ("Address already in use" in text or "98" in text or "EADDRINUSE" in text
                                            or "server socket" in text):
             return "DISTRIBUTED", [code], {}, (
@@ -1321,6 +1387,15 @@ class _Diagnosis:
         cuda = _NCCL_CUDA_FAILURE.search(self.log, match.start(), match.end() + 3000)
         if cuda:
             return self._nccl_cuda_failure(cuda)
+        if re.search(r"unhandled cuda error|ncclUnhandledCudaError|NCCL Error 1\b", self._line(match), re.I):
+            # NCCL only passes on what a CUDA call returned; without that CUDA error the cause is not shown.
+            self._decided(match, "NCCL reported a CUDA call that failed, without the CUDA error")
+            return "UNKNOWN", ["UNKNOWN"], {}, (
+                "NCCL stopped on a CUDA call that failed (" + self._line(match).strip()[:80] + "), and the log does "
+                "not show which CUDA error: the fault is in CUDA on that node (the driver, a GPU, the container's "
+                "device access, peer-to-peer between the GPUs), not in the collective. Rerun with NCCL_DEBUG=INFO "
+                "to see the CUDA error and which GPU; try NCCL_P2P_DISABLE=1, and run a single-GPU CUDA program "
+                "on the same node.")
         return "DISTRIBUTED", [code], {}, (
             "A collective (NCCL) operation failed or timed out: one rank crashed or took a different "
             "code path. Look for the first rank's own error; single-GPU runs should not use NCCL.")
@@ -1473,6 +1548,11 @@ def _busy_before(log, offset, lines=40):
 
 # What each described crash class is, and the fix step its threads found.
 _FIX_STEPS = {
+    "XPU_FLOAT64": (
+        "This Intel GPU has no float64 (Arc and other client GPUs) and a kernel uses double precision",
+        "Keep tensors on the XPU in float32: convert numpy's float64 arrays (`.astype(np.float32)`, "
+        "`torch.from_numpy(x).float()`) and float64 constants before `.to('xpu')`; set "
+        "IPEX_FP32_MATH_MODE or OverrideDefaultFP64Settings=1 with IGC_EnableDPEmulation=1 only to emulate it."),
     "TOKENIZER_NO_PAD_TOKEN": (
         "The tokenizer has no padding token and the data collator pads batches",
         "Give it one before training: `tokenizer.pad_token = tokenizer.eos_token` (or add a pad token and "

@@ -28,11 +28,18 @@ SIGNATURES = [
         # that cannot be created because the process reserved the GPU's memory (fixed by memory growth).
         r"|OOM when allocating tensor|Resource exhausted: Attempting to allocate|Failed to allocate request for [\d.]+ ?[KMGT]i?B"
         r"|RESOURCE_EXHAUSTED: Error allocating device buffer|Could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR"
-        r"|Cuda failure 'out of memory'|CUDA_ERROR_OUT_OF_MEMORY"),
+        r"|Cuda failure 'out of memory'|CUDA_ERROR_OUT_OF_MEMORY"
+        # Every allocator's own words, whatever the runtime (Paddle's `Out of memory error on GPU 0`,
+        # old torch's `cuda runtime error (2) : out of memory`, caffe2's `...: out of memory`,
+        # TensorFlow's BFC `Ran out of memory trying to allocate`): "out of memory" is never anything
+        # else, except the kernel's OOM killer (`Out of memory: Killed process`), which is host RAM.
+        r"|(?i:(?<![\w-])out ?of ?memory\b(?!: kill)(?! killer))|paddle::memory::allocation::BadAlloc"
+        r"|\b[A-Z]+_(?:RESULT_)?ERROR_OUT_OF_DEVICE_MEMORY\b|\bEL0004\b[^\n]*[Ff]ailed to allocate memory"),
      ('cuda_error_out_of_memory', 'oom when allocating', 'resource exhausted', 'failed to allocate request', 'error allocating device buffer',
       'could not create cudnn handle', 'out of memory', 'outofmemoryerror', 'total capacity', 'erroroutofmemory', 'metal::malloc',
       'om detected', 'resource_exhausted', 'alloc_failed', 'cudaerrormemoryallocation', 'failed to allocate cuda',
-      'out_of_device_memory', 'out of device memory', 'error_outofmemory', 'at the bottom of memory')),
+      'out_of_device_memory', 'out of device memory', 'error_outofmemory', 'at the bottom of memory', 'outof memory',
+      'out ofmemory', 'el0004')),
     # A GPU watchdog stopped a kernel that ran too long (Windows TDR when the GPU also drives a
     # display; Metal's "Impacting Interactivity"): a time limit, not a fault of the model.
     ("GPU_WATCHDOG_TIMEOUT", "TIMEOUT", re.compile(
@@ -55,7 +62,7 @@ SIGNATURES = [
     # A Triton kernel's block configuration needs more shared memory per block than this GPU has
     # (Pascal/Turing have 48-64 KiB): the GPU is too small for that kernel, not out of VRAM.
     ("TRITON_SHARED_MEMORY", "GPU_UNSUPPORTED", re.compile(
-        r"out of resource: shared memory,? ?Required: ?\d+,? ?,? ?Hardware limit: ?\d+"),
+        r"out of resource: shared memory,? ?Required: ?\d+,? ?,? ?Hardware limit(?:ation)?: ?\d+"),
      ('out of resource: shared memory',)),
     ("TRITON_GPU_TOO_OLD", "GPU_UNSUPPORTED", re.compile(
         r"too old to be supported by the triton GPU compiler"),
@@ -63,20 +70,26 @@ SIGNATURES = [
     # The whole GPU is below what the software supports (a P100 for vLLM, a Kepler for torch).
     ("GPU_TOO_OLD", "GPU_UNSUPPORTED", re.compile(
         r"GPUs? with compute capability (?:below|lower than|less than|< ?)\s*\d+(?:\.\d+)? (?:are|is) not supported"
-        r"|(?:CUDA capability|compute capability) [\d.]+ (?:is )?(?:not supported|too old)|GPU is too old", _I),
-     ('not supported', 'too old')),
+        r"|(?:CUDA capability|compute capability) [\d.]+ (?:is )?(?:not supported|too old)|GPU is too old"
+        r"|no longer supports this GPU because it is too old|minimum cuda capability (?:supported by this library )?is", _I),
+     ('not supported', 'too old', 'minimum cuda capability')),
     ("TORCH_ARCH_UNSUPPORTED", "GPU_UNSUPPORTED", re.compile(
         r"with CUDA capabilit(?:y|ies) sm_\d+ is not compatible with the current PyTorch installation"
         r"|no kernel image is available for execution on the device|HIP error: invalid device function"
         r"|hipErrorInvalidDeviceFunction|HSA_STATUS_ERROR_INVALID_ISA|hipErrorNoBinaryForGpu"
-        r"|Unable to find code object for all current devices|rocBLAS error: Cannot read [^\n]*TensileLibrary", _I),
+        r"|Unable to find code object for all current devices|rocBLAS error: Cannot read [^\n]*TensileLibrary"
+        r"|cudaErrorNoKernelImageForDevice|CUDA_ERROR_NO_BINARY_FOR_GPU", _I),
      ('is not compatible with the current pytorch', 'no kernel image', 'invalid device function',
-      'invaliddevicefunction', 'invalid_isa', 'nobinaryforgpu', 'unable to find code object', 'tensilelibrary')),
+      'invaliddevicefunction', 'invalid_isa', 'nobinaryforgpu', 'unable to find code object', 'tensilelibrary',
+      'nokernelimage', 'no_binary_for_gpu')),
     # The accelerator's backend lacks an operator (MPS's prototype coverage, xformers built without CUDA).
     ("BACKEND_OP_MISSING", "GPU_UNSUPPORTED", re.compile(
         r"is not current(?:ly)? implemented for the (MPS|XPU|HPU|Meta) device|not currently supported on the (MPS) backend"
-        r"|No operator found for `?\w+`?|\b(MPS) does not support \w+", _I),
-     ('implemented for the', 'not currently supported on the', 'no operator found for', 'mps does not support')),
+        r"|No operator found for `?\w+`?|\b(MPS) does not support \w+"
+        # A runtime that says its device lacks the feature asked of it (Intel's XPU memory query).
+        r"|The device \([^)\n]+\) (?:doesn't|does not) support \w+", _I),
+     ('implemented for the', 'not currently supported on the', 'no operator found for', 'mps does not support',
+      "doesn't support", 'does not support')),
     # A CPU kernel without a half-precision version: fp16/bf16 weights run on the CPU.
     # AMP's GradScaler was given fp16 parameters: it keeps fp32 master weights and refuses them.
     ("FP16_WEIGHTS_SCALED", "CONFIG_INVALID", re.compile(r"Attempting to unscale FP16 gradients"),
@@ -88,28 +101,50 @@ SIGNATURES = [
     ("MPS_FLOAT64", "DTYPE_UNSUPPORTED", re.compile(
         r"MPS framework doesn't support float64|Cannot convert a MPS Tensor to float64"),
      ("doesn't support float64", 'mps tensor to float64')),
+    ("XPU_FLOAT64", "DTYPE_UNSUPPORTED", re.compile(
+        r"uses-fp64-math|Required aspect fp64 is not supported|aspect::fp64|fp64 is not supported (?:on|by) (?:the|this) device"
+        r"|Double (?:precision|type) is not supported on this (?:device|platform)", _I),
+     ('fp64', 'double precision is not supported', 'double type is not supported')),
     ("BF16_UNSUPPORTED", "DTYPE_UNSUPPORTED", re.compile(
         r"does not support bfloat16|bf16 is not supported|bfloat16 is not supported"
         r"|Bf16 requires|only supported on GPUs with compute capability of at least 8|setup doesn't support bf16"
-        r"|Feature '[^']*bf16' requires \.target sm_80|bf16 mixed precision requires PyTorch >= [\d.]+ and a supported device", _I),
-     ('bfloat16', 'bf16', 'compute capability of at least 8')),
+        r"|Feature '[^']*bf16' requires \.target sm_80|bf16 mixed precision requires PyTorch >= [\d.]+ and a supported device"
+        # cuBLAS refuses a bf16 GEMM (CUDA_R_16BF operands) on a GPU without bf16 units.
+        r"|CUBLAS_STATUS_NOT_SUPPORTED[^\n]*CUDA_R_16BF", _I),
+     ('bfloat16', 'bf16', 'compute capability of at least 8', 'cublas_status_not_supported')),
     # The driver is older than the CUDA runtime (torch's wheel, or a container's CUDA forward
     # compatibility on a GPU that has none). Often only a warning at CUDA initialisation, after
     # which the run falls back to the CPU or fails later: the warning is then the cause.
     ("DRIVER_TOO_OLD", "NO_ACCELERATOR", re.compile(
         r"NVIDIA driver on your system is too old|CUDA driver version is insufficient"
         r"|forward compatibility was attempted on non supported HW|cudaErrorCompatNotSupportedOnDevice"
-        r"|This container was built for NVIDIA Driver Release|unsupported display driver / cuda driver combination", _I),
+        r"|This container was built for NVIDIA Driver Release|unsupported display driver / cuda driver combination"
+        # The runtime's error names for the same, and PTX newer than the driver can JIT.
+        r"|cudaErrorInsufficientDriver|CUDA_ERROR_INSUFFICIENT_DRIVER|provided PTX was compiled with an unsupported toolchain"
+        r"|CUDA_ERROR_UNSUPPORTED_PTX_VERSION", _I),
      ('driver on your system is too old', 'driver version is insufficient', 'forward compatibility was attempted',
-      'compatnotsupported', 'built for nvidia driver release', 'unsupported display driver')),
+      'compatnotsupported', 'built for nvidia driver release', 'unsupported display driver', 'insufficientdriver',
+      'insufficient_driver', 'unsupported toolchain', 'unsupported_ptx')),
     ("NO_CUDA_DEVICE", "NO_ACCELERATOR", re.compile(
         r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available"
         r"|no CUDA-capable device is detected|invalid device ordinal|CUDA unavailable, invalid device"
         r"|The NVIDIA Driver was not detected|CUDA unknown error - this may be due to an incorrectly set up environment"
         # Lightning when torch sees no GPU; CUDA's error 999 (unknown) when the driver cannot start it.
         r"|GPUAccelerator can not run on your system since the accelerator is not available|No supported gpu backend found"
-        r"|cuda runtime error \(999\) : unknown error"),
-     ('gpuaccelerator can not run', 'no supported gpu backend', 'runtime error (999)', 'not compiled with cuda', 'no nvidia driver', 'no cuda gpus', 'no cuda-capable', 'invalid device ordinal',
+        r"|cuda runtime error \(999\) : unknown error"
+        # The driver cannot be reached or reports no device (nvidia-smi, the driver API, TensorFlow's cuInit).
+        r"|NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver|CUDA_ERROR_NO_DEVICE"
+        r"|cudaErrorNoDevice\b|failed call to cuInit"
+        r"|CUDA-capable device\(s\) is/are busy or unavailable|cudaErrorDevicesUnavailable|Driver/library version mismatch"
+        r"|CUDA driver initialization failed|ProcessGroupNCCL is only supported with GPUs, no GPUs found"
+        r"|Unexpected error from cudaGetDeviceCount\(\)|cudaErrorSystemNotReady"
+        r"|MPS backend is not available|MPS not available because|The MPS backend is supported on MacOS"
+        r"|(?<!device but torch\.)cuda\.is_available\(\)\W{0,3}(?:returns?|is|gives|=+|:)?\s*False"),
+     ('busy or unavailable', 'devicesunavailable', 'driver/library version mismatch', 'driver initialization failed',
+      'no gpus found', 'cudagetdevicecount', 'systemnotready', 'mps backend is not available', 'mps not available',
+      'mps backend is supported', 'is_available()',
+      "couldn't communicate with the nvidia driver", 'cuda_error_no_device', 'cudaerrornodevice', 'failed call to cuinit',
+      'gpuaccelerator can not run', 'no supported gpu backend', 'runtime error (999)', 'not compiled with cuda', 'no nvidia driver', 'no cuda gpus', 'no cuda-capable', 'invalid device ordinal',
       'cuda unavailable', 'driver was not detected', 'cuda unknown error')),
     # The build of a CUDA extension stopped on the toolchain: the host compiler is newer than nvcc
     # accepts, nvcc is older than the GPU, or the local toolkit is not the CUDA torch was built with.
@@ -118,21 +153,31 @@ SIGNATURES = [
         r"unsupported GNU version! gcc versions later than [\d.]+ are not supported"
         r"|unsupported Microsoft Visual Studio version|Unsupported gpu architecture '(?:compute|sm)_\w+'"
         r"|The detected CUDA version \([\d.]+\) mismatches the version that was used to compile"
+        r"|CUDAMismatchException|Installed CUDA version [\d.]+ does not match the version torch was compiled with"
+        r"|Cuda extensions are being compiled with a version of Cuda that does not match the version used to compile Pytorch"
         r"|fatal error: (?:cuda\w*|cublas\w*|cusparse\w*|cudnn\w*|curand\w*|nccl)\.h: No such file or directory", _I),
      ('unsupported gnu version', 'unsupported microsoft visual studio', 'unsupported gpu architecture',
-      'the detected cuda version', '.h: no such file')),
+      'the detected cuda version', '.h: no such file', 'cudamismatchexception', 'installed cuda version',
+      'cuda extensions are being compiled')),
     # An extension or wheel that did not build, or pip that found no build for this Python/platform.
     ("BUILD_FAILED", "MISSING_DEPENDENCY", re.compile(
         r"Error (?:building|compiling objects for) extension '?[\w.-]+|Failed building wheel for [\w.-]+"
         r"|Could not build wheels for [\w.-]+|^(?:ERROR: )?Failed to build (?:installable wheels|[\w.-]+[^\S\n]*$)"
         r"|No matching distribution found for \S+|Could not find a version that satisfies the requirement \S+"
-        r"|\d+ errors? detected in the compilation of|Ninja is required to load C\+\+ extensions", _I | _M),
+        r"|\d+ errors? detected in the compilation of|Ninja is required to load C\+\+ extensions"
+        # setuptools' words when the compiler or linker it ran failed, the linker's own, and pip's
+        # when a package's build step failed (the compiler error above it is the cause).
+        r"|error: command '[^'\n]*?\b(?:nvcc|hipcc|gcc|g\+\+|c\+\+|cc|clang\+*|cl|link|ninja|x86_64-linux-gnu-g(?:cc|\+\+))(?:\.exe)?'"
+        r" failed with exit (?:status|code)[\W_]{0,3}\d+|\bld(?:\.\w+)?: cannot find -l\w+|collect2: error: ld returned \d+ exit status"
+        r"|error: subprocess-exited-with-error|error: metadata-generation-failed"
+        r"|(?:python setup\.py \w+|Getting requirements to build wheel|Building wheel for \S+(?: \([\w.]+\))?) did not run successfully", _I | _M),
      ('error building extension', 'error compiling objects for extension', 'failed building wheel',
       'could not build wheels', 'failed to build', 'no matching distribution', 'could not find a version',
-      'detected in the compilation of', 'ninja is required')),
+      'detected in the compilation of', 'ninja is required', "' failed with exit", 'cannot find -l', 'ld returned',
+      'subprocess-exited-with-error', 'metadata-generation-failed', 'did not run successfully')),
     ("MISSING_PACKAGE", "MISSING_DEPENDENCY", re.compile(
         r"ModuleNotFoundError: No module named '([\w.]+)'|ImportError: No module named ([\w.]+)"
-        r"|\bpython[\d.]*: No module named ([\w.]+)"
+        r"|\bpython[\d.]*: No module named ([\w.]+)|(?m:^)\s*No module named '([\w.]+)'"
         # transformers' words for an optional backend it needs (sentencepiece, protobuf, ...).
         r"|requires the (\w+) library but it was not found in your environment|You need to have (\w+) installed"),
      ('no module named', 'library but it was not found', 'you need to have')),
@@ -168,8 +213,8 @@ SIGNATURES = [
         r"api_key not configured \(no-tty\)|wandb\.errors\.UsageError: api_key not configured"),
      ('api_key not configured',)),
     ("CUDA_FORK_REINIT", "CONFIG_INVALID", re.compile(
-        r"Cannot re-initialize CUDA in forked subprocess"),
-     ('re-initialize cuda in forked',)),
+        r"Cannot re-initialize CUDA in forked subprocess|To use CUDA with multiprocessing, you must use the 'spawn' start method"),
+     ('re-initialize cuda in forked', "must use the 'spawn' start method")),
     ("TOO_MANY_OPEN_FILES", "CONFIG_INVALID", re.compile(
         r"Too many open files\. Communication with the workers is no longer possible|\[Errno 24\] Too many open files"),
      ('too many open files',)),
@@ -198,8 +243,12 @@ SIGNATURES = [
         r"Illegal instruction(?: \(core dumped\))?\s*$|signal 4 \(SIGILL\)|\bSIGILL\b", _M),
      ('illegal instruction', 'sigill')),
     ("PACKAGE_VERSION", "MISSING_DEPENDENCY", re.compile(
-        r"module '(?!(?:train|prepare|model|models|config|utils|__main__)')([A-Za-z_][\w.]*)' has no attribute '(\w+)'"),
-     ("' has no attribute '",)),
+        r"module '(?!(?:train|prepare|model|models|config|utils|__main__)')([A-Za-z_][\w.]*)' has no attribute '(\w+)'"
+        # A library's argument or config class refuses a keyword its other versions take
+        # (transformers' TrainingArguments(evaluation_strategy=...), trl's SFTConfig, a model Config).
+        r"|\b(\w*TrainingArguments|\w*Trainer|(?:SFT|DPO|GRPO|PPO|KTO|ORPO|CPO|Reward|Lora|BitsAndBytes|Generation|Peft)Config)"
+        r"\.__init__\(\) got an unexpected keyword argument '(\w+)'"),
+     ("' has no attribute '", 'got an unexpected keyword argument')),
     # A compiled extension does not match what is installed: a CUDA library, a torch ABI.
     ("BINARY_MISMATCH", "MISSING_DEPENDENCY", re.compile(
         r"undefined symbol: \S+|cannot open shared object file|DLL load failed|CUDA_HOME environment variable is not set"
@@ -208,9 +257,17 @@ SIGNATURES = [
         r"|operator torchvision::\w+ does not exist|CUDA Setup failed despite (?:GPU|CUDA) being available"
         r"|CUDA SETUP: CUDA detection failed|CUDA SETUP: Required library version not found"
         # DeepSpeed's op builder when no CUDA toolkit (nvcc) is installed to compile its ops.
-        r"|CUDA_HOME does not exist, unable to compile CUDA op|MissingCUDAException", _I),
+        r"|CUDA_HOME does not exist, unable to compile CUDA op|MissingCUDAException"
+        # The dynamic loader's other refusals (Linux, macOS, Windows) of a library the import needs.
+        r"|\.(?:so|dylib)[.\d]*: (?:cannot read file data|invalid ELF header|file too short|wrong ELF class)"
+        r"|Symbol not found: \S+|\[WinError 126\]|Error loading \"[^\"\n]+\.dll\" or one of its dependencies"
+        r"|No such file or directory: '[^'\n]*[/\\]nvcc(?:\.exe)?'"
+        r"|Could not run '(?!aten::)\w+::\w+' with arguments from the '(?:CUDA|HIP|XPU|MPS)' backend"
+        r"|libcuda\.so cannot found|bitsandbytes was compiled without GPU support|has no attribute 'cadam32bit_grad_fp32'", _I),
      ('undefined symbol', 'cannot open shared object', 'dll load failed', 'cuda_home', 'no cuda runtime',
-      'missingcudaexception',
+      'missingcudaexception', 'cannot read file data', 'invalid elf header', 'file too short', 'wrong elf class',
+      'symbol not found', 'winerror 126', '.dll" or one of its dependencies', 'could not run',
+      'libcuda.so cannot found', 'compiled without gpu support', 'cadam32bit',
       'visual c++', 'nvcc', 'version `', 'compiled with different cuda', 'torchvision::', 'cuda setup')),
     # The shell could not start a command (exit 127): bash's `foo: command not found`, dash's
     # `sh: 1: foo: not found`, `bash: ./run.sh: No such file or directory`, a Chinese locale's
@@ -252,14 +309,18 @@ SIGNATURES = [
         # torch.save's zip writer when the disk or the quota fills during a checkpoint.
         r"|PytorchStreamWriter failed writing file|unexpected pos \d+ vs \d+"
         # torch's own writers when the device under the file fails mid-write (full, or quota).
-        r"|write\(\): fd \d+ failed with Input/output error|write error: wrote \d+ blocks instead of \d+", _I),
-     ('failed with input/output error', 'write error: wrote', 'no space left', 'errno 28', 'not enough disk space', 'disk quota', 'enospc', 'pytorchstreamwriter failed writing',
+        r"|write\(\): fd \d+ failed with Input/output error|write error: wrote \d+ blocks instead of \d+"
+        # torch.save's zip writer could not even create the file (a full disk, a missing or read-only folder).
+        r"|RuntimeError: File [^\n]+ cannot be opened\.?\s*$|PyTorchFileWriter[^\n]*(?:cannot be opened|failed)"
+        r"|\bfile ?system is full\b|No usable temporary directory found", _I | _M),
+     ('system is full', 'filesystem is full', 'no usable temporary directory', 'cannot be opened',
+      'failed with input/output error', 'write error: wrote', 'no space left', 'errno 28', 'not enough disk space', 'disk quota', 'enospc', 'pytorchstreamwriter failed writing',
       'unexpected pos')),
     ("PERMISSION_DENIED", "DATA", re.compile(
         r"PermissionError|\[Errno 13\] Permission denied|\bEACCES\b"),
      ('permissionerror', 'errno 13', 'eacces')),
     ("TOKENIZER_INCOMPATIBLE", "TOKENIZER", re.compile(
-        r"data did not match any variant of untagged enum \w+|Tokenizer class \w+ does not exist or is not currently imported"),
+        r"data did not match any variant of untagged enum \w+|Tokenizer class \S+ does not exist or is not currently imported"),
      ('untagged enum', 'tokenizer class')),
     ("TOKENIZER_MISSING", "TOKENIZER", re.compile(
         r"(?:FileNotFoundError|No such file|NoSuchFileException|Unable to open|Failed to open|Could not find|cannot find"
@@ -338,15 +399,25 @@ SIGNATURES = [
         r"exitcode\s*:\s*-9\b|Signal 9 \(SIGKILL\)|exit code 137\b|interrupted by signal 9|killed by signal: Killed"
         r"|Memory cgroup out of memory|Out of memory: Kill(?:ed)? process|\boom-kill(?:er)?\b|^Killed\s*$|\]Killed\s*$"
         r"|exit status 137\b|returned non-zero exit status -9|exits with return code = -9\b"
-        r"|killed due to memory pressure \(OOM\)|Task was killed due to the node running low on memory", _I | _M),
-     ('memory pressure', 'running low on memory', 'return code = -9', 'exitcode', 'signal 9', '137', 'killed', 'out of memory: kill', 'oom-kill')),
+        r"|killed due to memory pressure \(OOM\)|Task was killed due to the node running low on memory"
+        # Host RAM refused an allocation instead (ENOMEM): fork() of DataLoader workers, torch's CPU
+        # allocator, numpy, C++'s operator new, Python's own MemoryError.
+        r"|\[Errno 12\] Cannot allocate memory|DefaultCPUAllocator: (?:can't allocate memory|not enough memory)"
+        r"|Unable to allocate [\d.]+ ?[KMGTP]i?B for an array|std::bad_alloc|^MemoryError\b"
+        # People telling it: "ran out of RAM", "the training process was killed" (the OOM killer's SIGKILL).
+        r"|\bout of (?:RAM|system memory|host memory|CPU memory)\b"
+        r"|\bprocess (?:was|is|got|gets|will be|has been|being) killed\b"
+        r"|\[WinError 1455\]|paging file is too small|\boom[_ ]kill event|\bOOM Killed\b", _I | _M),
+     ('memory pressure', 'running low on memory', 'return code = -9', 'exitcode', 'signal 9', '137', 'killed', 'out of memory: kill', 'oom-kill',
+      'cannot allocate memory', 'defaultcpuallocator', 'for an array', 'bad_alloc', 'memoryerror', 'out of ram',
+      'winerror 1455', 'paging file', 'oom_kill', 'oom kill')),
     ("NCCL_TIMEOUT", "DISTRIBUTED", re.compile(
         r"Watchdog caught collective"),
      ('watchdog caught',)),
     ("NCCL_ERROR", "DISTRIBUTED", re.compile(
         r"NCCL error\b|DistBackendError|ncclUnhandledCudaError|ncclSystemError|ncclInternalError"
         r"|Distributed package doesn't have NCCL built in|ncclInvalidUsage|NCCL communicator was aborted"
-        r"|ncclCommInitRank failed|NCCL Error \d|NCCL failure [^\n]*'unhandled system error'|NCCL WARN Call to ibv_create_qp failed"),
+        r"|ncclCommInitRank failed|ncclRemoteError|NCCL Error \d|NCCL failure [^\n]*'unhandled system error'|NCCL WARN Call to ibv_create_qp failed"),
      ('nccl', 'distbackenderror')),
     ("DIST_INIT_FAILED", "DISTRIBUTED", re.compile(
         r"MPI support is disabled|Default process group has not been initialized|DistNetworkError"
@@ -354,8 +425,17 @@ SIGNATURES = [
         r"|(?:errno: 98 - |os error 98|EADDRINUSE|\[Errno 98\] )Address already in use|Address already in use \(os error 98\)"
         r"|server socket has failed to (?:bind|listen)|RendezvousTimeoutError|RendezvousClosedError"
         r"|The client socket has timed out after|Connection reset by peer[^\n]*(?:TCPStore|c10d)|\bc10d\b[^\n]*(?:failed|timed out)"
-        r"|store->get\('\w+'\) got error: Socket Timeout|Timed out initializing process group in store based barrier"),
-     ('mpi support is disabled', 'process group has not been initialized', 'distnetworkerror',
+        r"|store->get\('\w+'\) got error: Socket Timeout|Timed out initializing process group in store based barrier"
+        # gloo's transport, the c10d store and the elastic rendezvous in their own words; Ascend's HCCL.
+        r"|Gloo connectFullMesh failed|gloo::EnforceNotMet|gloo[/\\]transport[/\\]\w+[/\\]\w+\.cc:\d+\]"
+        r"|DistStoreError|Timed out after \d+ seconds waiting for (?:clients|workers)|Rendezvous\w*Error"
+        r"|ProcessGroupHCCL[^\n]*(?:[Tt]imeout|[Ee]rror|failed)|HCCL (?:error|timeout|function error)"
+        r"|The wait execution of the Notify register times out|\bEI0002\b"
+        r"|Error initializing torch\.distributed using env:// rendezvous|Distributed package doesn't have (?:MPI|Gloo|UCC) built in"
+        r"|retrieving ncclUniqueId from \[\d+\] via c10d key-value store[^\n]*got error"),
+     ('connectfullmesh', 'gloo', 'diststoreerror', 'waiting for clients', 'waiting for workers', 'rendezvous', 'hccl', 'notify register', 'ei0002', 'error initializing torch.distributed',
+      "doesn't have mpi", "doesn't have gloo", "doesn't have ucc", 'via c10d key-value store',
+      'mpi support is disabled', 'process group has not been initialized', 'distnetworkerror',
       'client socket has timed out', 'c10d', 'address already in use', 'server socket has failed', 'rendezvous',
       'store based barrier', 'original timeout was', 'socket timeout')),
     # DDP found parameters that got no gradient (a layer unused in forward, or a branch skipped).
@@ -368,7 +448,7 @@ SIGNATURES = [
         r"|OVERFLOW! Rank \d+ Skipping step|Current loss scale already at minimum"),
      ('overflow detected', 'gradient overflow', 'minimum loss scale', 'overflow! rank', 'already at minimum')),
     ("LOSS_DIVERGED", "NAN_LOSS", re.compile(
-        r"\bloss\b['\"`]*\s*(?:is\s+|[:=]\s*|\d+\s+)?['\"]*[-+]?(?:nan|inf)\b|Loss is (?:NaN|inf)|non-finite loss|(?-i:^FAIL\s*$)"
+        r"(?<![^\W_])loss\b['\"`]*\s*(?:is\s+|[:=]\s*|\d+\s+)?['\"]*[-+]?(?:nan|inf)\b|Loss is (?:NaN|inf)|non-finite loss|(?-i:^FAIL\s*$)"
         r"|the run diverged|val_bpb is (?:nan|inf)|nonfinite (?:grad|param)|returned nan values"
         r"|\bgrad[_ ]norm['\"]?\s*[:=]?\s*(?:nan|inf)\b"
         r"|\bloss\b(?:[^\n.;]|\.(?=\d)){0,40}\b(?:and|but|then|becomes?|became|turns?(?: into)?|goes to|went to)\s+(?:-?nan|-?inf)\b", _I | _M),
@@ -495,7 +575,8 @@ REQUIRE = {
     "LOSS_DIVERGED": ("loss", "fail", "non-finite", "nonfinite", "diverged", "val_bpb", "grad", "returned nan"),
     "NCCL_ERROR": ("error", "built in", "aborted", "failed", "invalidusage", "systemerror", "internalerror",
                    "unhandled"),
-    "HOST_OOM_KILLED": ("-9", "sigkill", "137", "signal", "memory", "oom", "killed"),
+    "HOST_OOM_KILLED": ("-9", "sigkill", "137", "signal", "memory", "oom", "killed", "out of ram", "bad_alloc",
+                        "1455", "paging file"),
     "SEGFAULT": ("segmentation", "-11", "sigsegv", "139"),
     "LOSS_NEAR_ZERO": ("loss",),
 }

@@ -1,0 +1,68 @@
+"""Environment, build, accelerator, distributed and resource failures read by the message's shape:
+one line each, in the words each runtime uses (written here, not copied from a thread)."""
+
+import pytest
+
+from gpu_train_debug import diagnose
+
+CASES = [
+    # Memory, whatever the allocator.
+    ("Out of memory error on GPU 0. Cannot allocate 98.0MB memory on GPU 0", "OOM"),
+    ("RuntimeError: ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY", "OOM"),
+    ("OSError: [Errno 12] Cannot allocate memory", "OOM"),
+    ("DefaultCPUAllocator: can't allocate memory: you tried to allocate 1024 bytes", "OOM"),
+    ("OSError: [WinError 1455] The paging file is too small for this operation to complete. "
+     "Error loading \"C:\\env\\torch\\lib\\cudnn64_8.dll\" or one of its dependencies.", "OOM"),
+    ("slurmstepd: error: Detected 1 oom_kill event in StepId=7.batch", "OOM"),
+    # Drivers and devices.
+    ("RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable", "NO_ACCELERATOR"),
+    ("Failed to initialize NVML: Driver/library version mismatch", "NO_ACCELERATOR"),
+    ("RuntimeError: CUDA error: the provided PTX was compiled with an unsupported toolchain.", "NO_ACCELERATOR"),
+    ("RuntimeError: Unexpected error from cudaGetDeviceCount(). Error 802: system not yet initialized", "NO_ACCELERATOR"),
+    # GPUs older (or newer) than the build, and their dtypes.
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling `cublasGemmEx(h, a, CUDA_R_16BF, b)`",
+     "DTYPE_UNSUPPORTED"),
+    ("Found GPU0 Tesla K40 which is of cuda capability 3.5. PyTorch no longer supports this GPU because it is too old.",
+     "GPU_UNSUPPORTED"),
+    # Builds and binaries.
+    ("error: command '/usr/local/cuda/bin/nvcc' failed with exit code 1", "MISSING_DEPENDENCY"),
+    ("/usr/bin/ld: cannot find -lcudart", "MISSING_DEPENDENCY"),
+    ("ImportError: /env/lib/libcufft.so.10: cannot read file data", "MISSING_DEPENDENCY"),
+    ("error: [Errno 2] No such file or directory: ':/usr/local/cuda/bin/nvcc'", "MISSING_DEPENDENCY"),
+    ("deepspeed.ops.op_builder.builder.CUDAMismatchException: >- DeepSpeed Op Builder: Installed CUDA version 12.1 "
+     "does not match the version torch was compiled with 11.8", "MISSING_DEPENDENCY"),
+    ("NotImplementedError: Could not run 'torchvision::nms' with arguments from the 'CUDA' backend.",
+     "MISSING_DEPENDENCY"),
+    ("RuntimeError: Failed to import transformers.trainer because of the following error (look up to see its "
+     "traceback):\nNo module named 'torch._six'", "MISSING_DEPENDENCY"),
+    ("torch.cuda.is_available() returns False", "NO_ACCELERATOR"),
+    # Collectives other than NCCL's own words, and runs started without a launcher.
+    ("ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable RANK expected, "
+     "but not set", "DISTRIBUTED"),
+    ("RuntimeError: Gloo connectFullMesh failed with [../gloo/transport/tcp/pair.cc:144] no error", "DISTRIBUTED"),
+    ("torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/3 clients joined.",
+     "DISTRIBUTED"),
+    ("EI0002: The wait execution of the Notify register times out.", "DISTRIBUTED"),
+    # Precision first: without the CUDA error NCCL passes on, the cause is not in the log.
+    ("RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:33, unhandled cuda error, NCCL version 2.7.8", "UNKNOWN"),
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling `cublasGemmEx(h, a, CUDA_R_16F, b)`",
+     "UNKNOWN"),
+    ("FileNotFoundError: [Errno 2] No usable temporary directory found in ['/tmp', '/var/tmp', '/usr/tmp']", "DATA"),
+    # A GPU checkpoint on a machine without CUDA: the fix may be map_location or a GPU; no family.
+    ("RuntimeError: Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False.",
+     "UNKNOWN"),
+    # A user's own class refusing a keyword says nothing about versions.
+    ("TypeError: Net.__init__() got an unexpected keyword argument 'depht'", "UNKNOWN"),
+]
+
+
+@pytest.mark.parametrize("line, family", CASES)
+def test_a_wording_is_read_for_its_family(line, family):
+    assert diagnose(line + "\n", {}, {"status": "crash"})["family"] == family
+
+
+def test_enospc_beside_a_multiprocessing_lock_is_shared_memory_not_the_disk():
+    log = ("UserWarning: [Errno 28] No space left on device.  joblib will operate in serial mode\n"
+           "  File \"/env/lib/python3.8/multiprocessing/queues.py\", line 336, in __init__\n"
+           "    self._rlock = ctx.Lock()\n")
+    assert diagnose(log, {}, {"status": "crash"})["codes"] == ["SHM_EXHAUSTED"]
