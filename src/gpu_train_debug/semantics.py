@@ -1,0 +1,149 @@
+"""Training-run semantics: what a script, a configuration or a dataset refused.
+
+Read from the shape of a message and the library that raised it, not from one error class at a
+time, so that one rule covers the wordings of many projects: argparse's refusal of a command
+line (any program name), a configuration validated by a library (TrainingArguments,
+accelerate, DeepSpeed, pydantic or OmegaConf schemas), a sampler or loader given no samples,
+a data file whose records do not share one schema, a model that computed no loss because its
+batches carry no labels, and losses logged as NaN in any layout (tables, key=value, progress
+bars). Each reading returns (family, code, why, explanation) or None; the caller records `why`
+as the deciding evidence. A wrong family is worse than none: every rule needs both the message
+shape and, where the shape alone is ambiguous, the place it was raised.
+"""
+
+import re
+
+_I, _M = re.I, re.M
+
+# argparse (and jsonargparse) refusing a command line: `<prog>: error: <what>`, where <prog> is
+# whatever the script is called (`train.py`, `iColoriT training scripts`, none at all). The
+# wording after `error:` is argparse's own, so the rule holds for every program.
+USAGE = re.compile(
+    r"^[^\S\n]*(?:[^\n:]{1,80}:[^\S\n]*)?error:[^\S\n]+(?:unrecognized arguments:|the following arguments are required:"
+    r"|argument [^\n]{1,80}?: (?:invalid (?:choice|[\w ]{1,20}value)|expected (?:one|at least|\d)|ignored explicit"
+    r"|not allowed with|conflicting)|ambiguous option:|one of the arguments [^\n]{1,80} is required)", _M)
+
+# A configuration schema refused a value: pydantic, OmegaConf/Hydra, yacs, jsonargparse.
+_SCHEMA = re.compile(
+    r"\b(?:pydantic[\w.]*\.)?ValidationError: \d+ validation errors? for \w+"
+    r"|\bomegaconf\.errors\.\w+|\b(?:ConfigAttributeError|ConfigKeyError|MissingMandatoryValue|ConfigCompositionException"
+    r"|InterpolationResolutionError)\b:?|Non-existent config key:|\bConfigValueError\b", _I)
+
+# A library's own validation of its arguments or config: where it was raised...
+_VALIDATING_FRAME = re.compile(
+    r"training_args\.py|hf_argparser\.py|__post_init__|[/\\]deepspeed[/\\]runtime[/\\]config|"
+    r"(?:integrations[/\\])?deepspeed\.py|accelerate[/\\](?:utils[/\\]dataclasses|accelerator|state|commands)|"
+    r"[/\\](?:configs?|arguments?|args|config_utils|configuration_\w+)\.py", _I)
+# ...and, pasted without frames, the wording such validation uses: a setting named with how it
+# must relate to another (`requires ... to match`, `mismatch`, `will be ignored`, `must be`).
+_CONFIG_WORDS = re.compile(
+    r"(?:\bconfig(?:uration)?\b|\bTrainingArguments\b|\barguments?\b|\bDeepSpeed\b|\baccelerate\b|(?<![\w-])--\w"
+    r"|\b\w+_(?:strategy|steps|size|ratio|type|mode|precision)\b)", _I)
+_CONFIG_VERDICT = re.compile(
+    r"\b(?:mismatch(?:es)?|must (?:be|match|have|set)|requires? (?:the|you|a|an|that|at least)|will be ignored"
+    r"|(?:is|are) not (?:supported|compatible|allowed|a valid)|cannot be (?:used|combined|set)|incompatible"
+    r"|please (?:correct|specify|set)|should be (?:set|one of|an? )|expected one of|only (?:supports?|one of))\b", _I)
+
+# What a training loop or scheduler refuses that is a setting, whatever library raised it.
+_NO_PARAMETERS = re.compile(r"optimizer got an empty parameter list|no (?:trainable )?parameters? (?:to optimi[sz]e|require gradients?)", _I)
+_SCHEDULE_OVERRUN = re.compile(r"Tried to step \d+ times?\. The specified number of total steps is \d+")
+
+# Data: a sampler or loader given nothing, records of different types, batches without labels.
+_EMPTY = re.compile(
+    r"num_samples should be a positive integer value, but got num_samples=0|\bnum_samples=0\b"
+    r"|\b(?:train(?:ing)?[_ ])?dataset is empty\b|\bFound 0 (?:files|images|samples|examples)\b"
+    r"|\bno (?:samples|examples|images|training (?:samples|examples|data)) (?:were )?found\b", _I)
+_SCHEMA_DRIFT = re.compile(
+    r"\bArrowInvalid: (?:JSON parse error|Column\(|Could not convert|Invalid value)|Column\([^)\n]*\) changed from \w+ to \w+"
+    r"|\bArrowTypeError\b|Couldn't cast array of type|\bDatasetGenerationError\b|\bDatasetGenerationCastError\b"
+    r"|\bpandas\.errors\.ParserError\b|Error tokenizing data\. C error", _I)
+_NO_LOSS = re.compile(r"The model did not return a loss from the inputs")
+
+# NaN losses in the layouts training loops print: `| loss | nan |` tables, progress-bar
+# postfixes (`loss=nan`), logging dicts, and the loss-scale messages of fp16 optimizers.
+_NAN_METRIC = re.compile(
+    r"(?:^|[\s|,{(\[])['\"]?(?:train[_/ ])?loss[\w/]*['\"]?[^\S\n]*(?:\|[^\S\n]*|[:=][^\S\n]*)[-+]?(?:nan|inf)\b", _I | _M)
+_SCALE_COLLAPSE = re.compile(
+    r"Found (?:NaN|Inf)[^\n]{0,40}decreas\w* (?:lg_)?loss[_ ]scale|loss[_ ]scale[^\n]{0,40}(?:reduced|decreased) to"
+    r"|Gradient overflow\.?\s+Skipping step", _I)
+
+
+def usage_error(log):
+    """The argparse refusal line, or None."""
+    return USAGE.search(log)
+
+
+def nan_losses(log):
+    """('FP16_LOSS_SCALE_OVERFLOW' | 'LOSS_DIVERGED', line) when losses were logged as NaN/inf."""
+    scale = _SCALE_COLLAPSE.search(log)
+    nan = _NAN_METRIC.search(log)
+    if scale and (nan or len(_SCALE_COLLAPSE.findall(log)) >= 3):
+        return "FP16_LOSS_SCALE_OVERFLOW", _line(log, scale)
+    if nan and len(_NAN_METRIC.findall(log)) >= 2:
+        return "LOSS_DIVERGED", _line(log, nan)
+    return None
+
+
+def read(log, raised=None, link=None):
+    """A diagnosis from the message's shape and where it was raised, or None."""
+    message = raised.text() if raised is not None else ""
+    if raised is not None:
+        # What was printed around the exception that ended the run (its chain), not text far above it.
+        log = log[max(0, raised.start - 6000):raised.start + 2000]
+    frames = " ".join(f"{f.file} {f.function or ''}" for f in (link.frames if link else []))
+    if raised is not None and raised.file:
+        frames += f" {raised.file} {raised.function or ''}"
+    hit = _SCHEMA.search(message) or _SCHEMA.search(log)
+    if hit:
+        return ("CONFIG_INVALID", "CONFIG_VALUE", _line(log, hit) if _SCHEMA.search(log) else message,
+                "A configuration schema refused the run's settings (" + hit.group(0)[:100] + "): a key it does "
+                "not know (renamed or moved to another section in this version), a missing required key, or a "
+                "value of the wrong type. Fix the keys the error lists in the config file (the project's example "
+                "configs for the installed version show the layout), or install the version the config was "
+                "written for.")
+    for regex, family, code, text in _FIXED:
+        hit = regex.search(message) or regex.search(log)
+        if hit:
+            return family, code, _line(log, hit) if regex.search(log) else message, text(hit.group(0))
+    if raised is not None and raised.name in ("ValueError", "AssertionError", "TypeError", "KeyError"):
+        validating = _VALIDATING_FRAME.search(frames)
+        worded = _CONFIG_WORDS.search(raised.message) and _CONFIG_VERDICT.search(raised.message)
+        if (validating and raised.name != "KeyError") or (worded and raised.name == "ValueError"):
+            return ("CONFIG_INVALID", "CONFIG_VALUE", message,
+                    f"{message[:160]}: the library validated its arguments or configuration and refused a "
+                    "combination of settings" + (" (raised while it checked them)" if validating else "") + ". "
+                    "Change the settings the message names so that they agree (for DeepSpeed's values that "
+                    "TrainingArguments also sets, `\"auto\"`), or install the library version the script was "
+                    "written for; no train.py constant fixes it.")
+    return None
+
+
+_FIXED = (
+    (_NO_PARAMETERS, "CONFIG_INVALID", "CONFIG_VALUE", lambda said: (
+        f"The optimizer was given no parameters to train ({said[:80]}): every parameter is frozen, or the "
+        "setting that picks the trainable modules (adapter target modules, a freeze option, a parameter "
+        "filter) matched none of the model's. Check that setting against the model's module names.")),
+    (_SCHEDULE_OVERRUN, "CONFIG_INVALID", "CONFIG_VALUE", lambda said: (
+        f"The learning-rate scheduler was stepped past the total it was built for ({said[:90]}): its "
+        "total_steps (or epochs x steps_per_epoch) is smaller than the steps the loop takes. Build it from the "
+        "same number of steps the loop runs (after gradient accumulation and drop_last), or stop at it.")),
+    (_EMPTY, "DATA", "DATASET_EMPTY", lambda said: (
+        f"The data loader was given no samples ({said[:80]}): the dataset, or one split of it, is empty. "
+        "Check the data path and the files it should match (names, extensions, the split's folder, the "
+        "annotation file), and that preprocessing wrote them.")),
+    (_SCHEMA_DRIFT, "DATA", "DATA_FORMAT", lambda said: (
+        f"The data file could not be read as one table ({said[:100]}): its records do not share one schema "
+        "(a field that is an object in one record and a list or string in another, numbers mixed with "
+        "strings), or the file is not in the format it was loaded as. Make every record's fields the same "
+        "type (e.g. all strings), and use JSON Lines (one record per line) for `json` datasets.")),
+    (_NO_LOSS, "DATA", "DATASET_KEY", lambda said: (
+        "The model computed no loss: the batches it was given carry no `labels` (" + said[:60] + "). Add a "
+        "labels column to the dataset (or a data collator that makes one; for classification, labels of a "
+        "class type), or tell the trainer which column holds them (label_names).")),
+)
+
+
+def _line(log, match):
+    start = log.rfind("\n", 0, match.start()) + 1
+    stop = log.find("\n", match.end())
+    return log[start:len(log) if stop < 0 else stop].strip()[:300]
