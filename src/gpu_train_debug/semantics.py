@@ -21,13 +21,15 @@ _I, _M = re.I, re.M
 USAGE = re.compile(
     r"^[^\S\n]*(?:[^\n:]{1,80}:[^\S\n]*)?error:[^\S\n]+(?:unrecognized arguments:|the following arguments are required:"
     r"|argument [^\n]{1,80}?: (?:invalid (?:choice|[\w ]{1,20}value)|expected (?:one|at least|\d)|ignored explicit"
-    r"|not allowed with|conflicting)|ambiguous option:|one of the arguments [^\n]{1,80} is required)", _M)
+    r"|not allowed with|conflicting)|ambiguous option:|one of the arguments [^\n]{1,80} is required)"
+    # transformers' HfArgumentParser, refusing the same way
+    r"|Some specified arguments are not used by the HfArgumentParser", _M)
 
 # A configuration schema refused a value: pydantic, OmegaConf/Hydra, yacs, jsonargparse.
 _SCHEMA = re.compile(
     r"\b(?:pydantic[\w.]*\.)?ValidationError: \d+ validation errors? for \w+"
     r"|\bomegaconf\.errors\.\w+|\b(?:ConfigAttributeError|ConfigKeyError|MissingMandatoryValue|ConfigCompositionException"
-    r"|InterpolationResolutionError)\b:?|Non-existent config key:|\bConfigValueError\b", _I)
+    r"|InterpolationResolutionError)\b:?|\bhydra\.errors\.\w+|Non-existent config key:|\bConfigValueError\b", _I)
 
 # A library's own validation of its arguments or config: where it was raised...
 _VALIDATING_FRAME = re.compile(
@@ -37,12 +39,13 @@ _VALIDATING_FRAME = re.compile(
 # ...and, pasted without frames, the wording such validation uses: a setting named with how it
 # must relate to another (`requires ... to match`, `mismatch`, `will be ignored`, `must be`).
 _CONFIG_WORDS = re.compile(
-    r"(?:\bconfig(?:uration)?\b|\bTrainingArguments\b|\barguments?\b|\bDeepSpeed\b|\baccelerate\b|(?<![\w-])--\w"
-    r"|\b\w+_(?:strategy|steps|size|ratio|type|mode|precision)\b)", _I)
+    r"(?:(?:\b|_)config(?:uration)?\b|\bTrainingArguments\b|\barguments?\b|\bDeepSpeed\b|\baccelerate\b|(?<![\w-])--\w"
+    r"|`[a-z]\w*_\w+`|\btarget[_ ]modules\b|\bevaluation[_ ]strategy\b|\b[a-z]+_(?:strategy|steps|size|ratio|type|mode|precision|modules|dataset|field|func|epochs)\b)", _I)
 _CONFIG_VERDICT = re.compile(
     r"\b(?:mismatch(?:es)?|must (?:be|match|have|set)|requires? (?:the|you|a|an|that|at least)|will be ignored"
-    r"|(?:is|are) not (?:supported|compatible|allowed|a valid)|cannot be (?:used|combined|set)|incompatible"
-    r"|please (?:correct|specify|set)|should be (?:set|one of|an? )|expected one of|only (?:supports?|one of))\b", _I)
+    r"|(?:is|are) not (?:supported|compatible|allowed|a valid)|cannot (?:be )?(?:used?|combined?|set)|incompatible"
+    r"|please (?:correct|specify|set|check)|should be (?:set|one of|an? )|expected one of|only (?:supports?|one of)"
+    r"|does not (?:require|support|accept|take)|you didn't pass|not found in the (?:base )?model|set (?:it to |to )?None)\b", _I)
 
 # What a training loop or scheduler refuses that is a setting, whatever library raised it.
 _NO_PARAMETERS = re.compile(r"optimizer got an empty parameter list|no (?:trainable )?parameters? (?:to optimi[sz]e|require gradients?)", _I)
@@ -58,6 +61,29 @@ _SCHEMA_DRIFT = re.compile(
     r"|\bArrowTypeError\b|Couldn't cast array of type|\bDatasetGenerationError\b|\bDatasetGenerationCastError\b"
     r"|\bpandas\.errors\.ParserError\b|Error tokenizing data\. C error", _I)
 _NO_LOSS = re.compile(r"The model did not return a loss from the inputs")
+_NO_COLUMN = re.compile(r"does not contain (?:a|any) columns? named|\bColumn '?[\w.-]+'? not in the dataset", _I)
+_DATASET_FRAME = re.compile(r"[/\\]datasets[/\\](?:formatting|arrow_dataset|features)")
+_HUB_DATASET = re.compile(r"doesn't exist on the Hub or cannot be accessed|\bDatasetNotFoundError\b")
+
+# Tensors that do not fit what an operation needs: two dtypes, two shapes, a graph that gives no
+# gradient, an index past a table. torch's own wordings, whatever project raised them.
+_DTYPE_CLASH = re.compile(
+    r"\bsame dtype\b|scalar type \w+ but (?:got|found) (?:scalar type )?\w+|Found dtype \w+ but expected \w+"
+    r"|result type \w+ can't be cast to the desired output type \w+|Expected floating point type for target"
+    r"|\"\w*(?:loss|nll|entropy|index|gather|scatter|embedding)\w*\" not implemented for '(?:Int|Long|Float|Double|Bool|Byte)'")
+_SHAPE_CLASH = re.compile(
+    r"Expected \d+-dimensional input for \d+-dimensional weight|size mismatch, m1: \[|Output size is too small"
+    r"|\b\dD or \dD target tensor expected|Target size \([^\n]{0,60}\) must be the same as input size"
+    r"|Using a target size \([^\n]{0,60}\) that is different to the input size|Expected target size \[?[\d, ]+"
+    r"|shapes? [^\n]{1,40} (?:and|vs\.?) [^\n]{1,40} (?:are )?(?:not compatible|incompatible|do not match|don't match)", _I)
+_GRAPH = re.compile(
+    r"grad can be implicitly created only for scalar outputs|Can't call numpy\(\) on Tensor that requires grad"
+    r"|doesn't require gradient|One of the differentiated Tensors (?:does not require grad|appears to not have been used)"
+    r"|a view of a leaf Variable that requires grad|leaf variable has been moved into the graph interior")
+_INDEX_PAST = re.compile(r"\bTarget -?\d+ is out of bounds|\bindex out of range in self\b")
+_LOSS_NONFINITE = re.compile(
+    r"\bLoss (?:became|becomes|is) (?:infinite or NaN|NaN or inf\w*)|\b(?:non-finite|NaN|infinite) loss (?:detected|encountered|at)"
+    r"|\bloss (?:became|becomes|went|turned) (?:nan|inf|infinite|non-finite)\b", _I)
 
 # NaN losses in the layouts training loops print: `| loss | nan |` tables, progress-bar
 # postfixes (`loss=nan`), logging dicts, and the loss-scale messages of fp16 optimizers.
@@ -73,6 +99,10 @@ def usage_error(log):
     return USAGE.search(log)
 
 
+_STEP_VALUE = re.compile(r"^[^\S\n]*\d+[^\S\n]*[,:|\t ][^\S\n]*\d+\.\d+[^\S\n]*$", _M)
+_STEP_NAN = re.compile(r"^[^\S\n]*\d+[^\S\n]*[,:|\t ][^\S\n]*(?:nan|inf)[^\S\n]*$", _M | _I)
+
+
 def nan_losses(log):
     """('FP16_LOSS_SCALE_OVERFLOW' | 'LOSS_DIVERGED', line) when losses were logged as NaN/inf."""
     scale = _SCALE_COLLAPSE.search(log)
@@ -81,12 +111,18 @@ def nan_losses(log):
         return "FP16_LOSS_SCALE_OVERFLOW", _line(log, scale)
     if nan and len(_NAN_METRIC.findall(log)) >= 2:
         return "LOSS_DIVERGED", _line(log, nan)
+    # A bare `step value` column (the loss the loop prints) that turns to nan and stays there.
+    turned = _STEP_NAN.search(log)
+    if turned and len(_STEP_NAN.findall(log)) >= 2 and len(_STEP_VALUE.findall(log[:turned.start()])) >= 2:
+        return "LOSS_DIVERGED", _line(log, turned)
     return None
 
 
 def read(log, raised=None, link=None):
     """A diagnosis from the message's shape and where it was raised, or None."""
     message = raised.text() if raised is not None else ""
+    # Frames pasted without their `Traceback` header are not parsed into the chain: read them too.
+    printed = log[max(0, raised.start - 1500):raised.start] if raised is not None else ""
     if raised is not None:
         # What was printed around the exception that ended the run (its chain), not text far above it.
         log = log[max(0, raised.start - 6000):raised.start + 2000]
@@ -101,6 +137,11 @@ def read(log, raised=None, link=None):
                 "value of the wrong type. Fix the keys the error lists in the config file (the project's example "
                 "configs for the installed version show the layout), or install the version the config was "
                 "written for.")
+    if raised is not None and raised.name == "KeyError" and (_DATASET_FRAME.search(frames) or _DATASET_FRAME.search(printed)):
+        return ("DATA", "DATASET_KEY", message,
+                f"{message[:100]}: a row of the dataset has no such column (it was looked up by the `datasets` "
+                "library for the trainer). Rename the dataset's column to the one the trainer reads (e.g. `text`), "
+                "or tell the trainer the column's name (dataset_text_field, formatting_func, label_names).")
     for regex, family, code, text in _FIXED:
         hit = regex.search(message) or regex.search(log)
         if hit:
@@ -119,6 +160,32 @@ def read(log, raised=None, link=None):
 
 
 _FIXED = (
+    (_LOSS_NONFINITE, "NAN_LOSS", "LOSS_DIVERGED", lambda said: (
+        f"The training loss became NaN/inf ({said[:80]}): the run diverged. Lower the learning rate (or "
+        "warm it up longer), clip gradients, and in fp16 use bf16 or float32.")),
+    (_HUB_DATASET, "DATA", "HUB_ACCESS_DENIED", lambda said: (
+        f"The Hugging Face Hub refused the dataset ({said[:80]}): the id is misspelt, private or gated. Check "
+        "the id, log in (`huggingface-cli login` or HF_TOKEN) and accept its terms, or point at a local copy.")),
+    (_NO_COLUMN, "DATA", "DATASET_KEY", lambda said: (
+        f"The dataset has no column of the name the trainer reads ({said[:80]}). Rename the column (e.g. to "
+        "`text`), or tell the trainer its name (dataset_text_field, formatting_func).")),
+    (_DTYPE_CLASH, "CONFIG_INVALID", "DEVICE_MISMATCH", lambda said: (
+        f"Two tensors of different dtypes met in one operation ({said[:90]}): a tensor the code creates or "
+        "loads (labels, masks, inputs) has another dtype than the weights or the loss expects (class targets "
+        "must be int64, probabilities float). Cast it where it is made (`.long()`, `.float()`, `.to(dtype)`).")),
+    (_SHAPE_CLASH, "CONFIG_INVALID", "SHAPE_MISMATCH", lambda said: (
+        f"Tensor shapes do not fit the operation ({said[:90]}): the data's shape (channels, image size, "
+        "target layout) differs from what the model or loss was configured for. Make the input and target "
+        "shapes match the model's settings (channels, size, number of classes), or the model's settings the data.")),
+    (_GRAPH, "CONFIG_INVALID", "AUTOGRAD_ERROR", lambda said: (
+        f"The autograd graph cannot give the gradient asked for ({said[:90]}): backward on a non-scalar, a "
+        "tensor detached from or frozen out of the graph. Reduce the loss to a scalar (`.mean()`), detach "
+        "before converting to numpy, and keep the trained parameters requiring grad.")),
+    (_INDEX_PAST, "CONFIG_INVALID", "INDEX_OUT_OF_RANGE", lambda said: (
+        f"An index is past the end of the table it selects from ({said[:80]}): a class label >= the number of "
+        "classes, or a token id >= the embedding's vocabulary size (tokens added to the tokenizer without "
+        "resizing the embeddings). Set the number of classes / vocabulary size to cover the data "
+        "(`model.resize_token_embeddings(len(tokenizer))`).")),
     (_NO_PARAMETERS, "CONFIG_INVALID", "CONFIG_VALUE", lambda said: (
         f"The optimizer was given no parameters to train ({said[:80]}): every parameter is frozen, or the "
         "setting that picks the trainable modules (adapter target modules, a freeze option, a parameter "
