@@ -94,9 +94,60 @@ _SCALE_COLLAPSE = re.compile(
     r"|Gradient overflow\.?\s+Skipping step", _I)
 
 
+# Words (lower case) one of which a line must hold for each regex to match it: regexes run only on
+# those lines, so that a log of any size is read in about the time str.find takes.
+_WORDS = {
+    "USAGE": ("error:", "hfargumentparser"),
+    "_SCHEMA": ("validationerror", "omegaconf", "configattributeerror", "configkeyerror", "missingmandatoryvalue",
+                "configcompositionexception", "interpolationresolutionerror", "hydra.errors", "non-existent config key",
+                "configvalueerror"),
+    "_NO_PARAMETERS": ("parameter",),
+    "_SCHEDULE_OVERRUN": ("tried to step",),
+    "_EMPTY": ("num_samples", "dataset is empty", "found 0 ", "no samples", "no examples", "no images", "no training"),
+    "_SCHEMA_DRIFT": ("arrow", "column(", "couldn't cast", "datasetgeneration", "parsererror", "error tokenizing data"),
+    "_NO_LOSS": ("did not return a loss",),
+    "_NO_COLUMN": ("column",),
+    "_HUB_DATASET": ("exist on the hub", "datasetnotfounderror"),
+    "_DTYPE_CLASH": ("dtype", "scalar type", "result type", "floating point type", "not implemented for"),
+    "_SHAPE_CLASH": ("dimensional", "size mismatch", "output size is too small", "target tensor expected", "target size",
+                     "shape"),
+    "_GRAPH": ("grad", "leaf variable", "differentiated"),
+    "_INDEX_PAST": ("out of bounds", "index out of range"),
+    "_LOSS_NONFINITE": ("nan", "infinite", "non-finite"),
+    "_NAN_METRIC": ("nan", "inf"),
+    "_SCALE_COLLAPSE": ("found nan", "found inf", "loss scale", "loss_scale", "gradient overflow"),
+    "_STEP_NAN": ("nan", "inf"),
+}
+
+
+def _candidates(log, lower, words):
+    """The lines of `log` that hold one of `words` (in `lower`, the log in lower case), joined."""
+    starts = set()
+    for word in words:
+        at = lower.find(word)
+        while at >= 0:
+            start = lower.rfind("\n", 0, at) + 1
+            starts.add(start)
+            stop = lower.find("\n", at)
+            if stop < 0:
+                break
+            at = lower.find(word, stop)
+    lines = []
+    for start in sorted(starts):
+        stop = log.find("\n", start)
+        lines.append(log[start:len(log) if stop < 0 else stop])
+    return "\n".join(lines)
+
+
+def _search(name, log, lower):
+    """(match, text it was found in) for the regex `name` over the lines that may hold it."""
+    text = _candidates(log, lower, _WORDS[name])
+    return (globals()[name].search(text) if text else None), text
+
+
 def usage_error(log):
     """The argparse refusal line, or None."""
-    return USAGE.search(log)
+    return _search("USAGE", log, log.lower())[0]
 
 
 _STEP_VALUE = re.compile(r"^[^\S\n]*\d+[^\S\n]*[,:|\t ][^\S\n]*\d+\.\d+[^\S\n]*$", _M)
@@ -105,16 +156,19 @@ _STEP_NAN = re.compile(r"^[^\S\n]*\d+[^\S\n]*[,:|\t ][^\S\n]*(?:nan|inf)[^\S\n]*
 
 def nan_losses(log):
     """('FP16_LOSS_SCALE_OVERFLOW' | 'LOSS_DIVERGED', line) when losses were logged as NaN/inf."""
-    scale = _SCALE_COLLAPSE.search(log)
-    nan = _NAN_METRIC.search(log)
-    if scale and (nan or len(_SCALE_COLLAPSE.findall(log)) >= 3):
-        return "FP16_LOSS_SCALE_OVERFLOW", _line(log, scale)
-    if nan and len(_NAN_METRIC.findall(log)) >= 2:
-        return "LOSS_DIVERGED", _line(log, nan)
+    lower = log.lower()
+    scale, scaled = _search("_SCALE_COLLAPSE", log, lower)
+    nan, nans = _search("_NAN_METRIC", log, lower)
+    if scale and (nan or len(_SCALE_COLLAPSE.findall(scaled)) >= 3):
+        return "FP16_LOSS_SCALE_OVERFLOW", _line(scaled, scale)
+    if nan and len(_NAN_METRIC.findall(nans)) >= 2:
+        return "LOSS_DIVERGED", _line(nans, nan)
     # A bare `step value` column (the loss the loop prints) that turns to nan and stays there.
-    turned = _STEP_NAN.search(log)
-    if turned and len(_STEP_NAN.findall(log)) >= 2 and len(_STEP_VALUE.findall(log[:turned.start()])) >= 2:
-        return "LOSS_DIVERGED", _line(log, turned)
+    turned, text = _search("_STEP_NAN", log, lower)
+    if turned and len(_STEP_NAN.findall(text)) >= 2:
+        at = log.find(_line(text, turned))
+        if len(_STEP_VALUE.findall(log[max(0, at - 4000):at])) >= 2:
+            return "LOSS_DIVERGED", _line(text, turned)
     return None
 
 
@@ -129,9 +183,11 @@ def read(log, raised=None, link=None):
     frames = " ".join(f"{f.file} {f.function or ''}" for f in (link.frames if link else []))
     if raised is not None and raised.file:
         frames += f" {raised.file} {raised.function or ''}"
-    hit = _SCHEMA.search(message) or _SCHEMA.search(log)
+    lower = log.lower()
+    found, text = _search("_SCHEMA", log, lower)
+    hit = _SCHEMA.search(message) or found
     if hit:
-        return ("CONFIG_INVALID", "CONFIG_VALUE", _line(log, hit) if _SCHEMA.search(log) else message,
+        return ("CONFIG_INVALID", "CONFIG_VALUE", _line(text, found) if found else message,
                 "A configuration schema refused the run's settings (" + hit.group(0)[:100] + "): a key it does "
                 "not know (renamed or moved to another section in this version), a missing required key, or a "
                 "value of the wrong type. Fix the keys the error lists in the config file (the project's example "
@@ -142,10 +198,11 @@ def read(log, raised=None, link=None):
                 f"{message[:100]}: a row of the dataset has no such column (it was looked up by the `datasets` "
                 "library for the trainer). Rename the dataset's column to the one the trainer reads (e.g. `text`), "
                 "or tell the trainer the column's name (dataset_text_field, formatting_func, label_names).")
-    for regex, family, code, text in _FIXED:
-        hit = regex.search(message) or regex.search(log)
+    for name, family, code, explain in _FIXED:
+        found, text = _search(name, log, lower)
+        hit = globals()[name].search(message) or found
         if hit:
-            return family, code, _line(log, hit) if regex.search(log) else message, text(hit.group(0))
+            return family, code, _line(text, found) if found else message, explain(hit.group(0))
     if raised is not None and raised.name in ("ValueError", "AssertionError", "TypeError", "KeyError"):
         validating = _VALIDATING_FRAME.search(frames)
         worded = _CONFIG_WORDS.search(raised.message) and _CONFIG_VERDICT.search(raised.message)
@@ -160,50 +217,50 @@ def read(log, raised=None, link=None):
 
 
 _FIXED = (
-    (_LOSS_NONFINITE, "NAN_LOSS", "LOSS_DIVERGED", lambda said: (
+    ("_LOSS_NONFINITE", "NAN_LOSS", "LOSS_DIVERGED", lambda said: (
         f"The training loss became NaN/inf ({said[:80]}): the run diverged. Lower the learning rate (or "
         "warm it up longer), clip gradients, and in fp16 use bf16 or float32.")),
-    (_HUB_DATASET, "DATA", "HUB_ACCESS_DENIED", lambda said: (
+    ("_HUB_DATASET", "DATA", "HUB_ACCESS_DENIED", lambda said: (
         f"The Hugging Face Hub refused the dataset ({said[:80]}): the id is misspelt, private or gated. Check "
         "the id, log in (`huggingface-cli login` or HF_TOKEN) and accept its terms, or point at a local copy.")),
-    (_NO_COLUMN, "DATA", "DATASET_KEY", lambda said: (
+    ("_NO_COLUMN", "DATA", "DATASET_KEY", lambda said: (
         f"The dataset has no column of the name the trainer reads ({said[:80]}). Rename the column (e.g. to "
         "`text`), or tell the trainer its name (dataset_text_field, formatting_func).")),
-    (_DTYPE_CLASH, "CONFIG_INVALID", "DEVICE_MISMATCH", lambda said: (
+    ("_DTYPE_CLASH", "CONFIG_INVALID", "DEVICE_MISMATCH", lambda said: (
         f"Two tensors of different dtypes met in one operation ({said[:90]}): a tensor the code creates or "
         "loads (labels, masks, inputs) has another dtype than the weights or the loss expects (class targets "
         "must be int64, probabilities float). Cast it where it is made (`.long()`, `.float()`, `.to(dtype)`).")),
-    (_SHAPE_CLASH, "CONFIG_INVALID", "SHAPE_MISMATCH", lambda said: (
+    ("_SHAPE_CLASH", "CONFIG_INVALID", "SHAPE_MISMATCH", lambda said: (
         f"Tensor shapes do not fit the operation ({said[:90]}): the data's shape (channels, image size, "
         "target layout) differs from what the model or loss was configured for. Make the input and target "
         "shapes match the model's settings (channels, size, number of classes), or the model's settings the data.")),
-    (_GRAPH, "CONFIG_INVALID", "AUTOGRAD_ERROR", lambda said: (
+    ("_GRAPH", "CONFIG_INVALID", "AUTOGRAD_ERROR", lambda said: (
         f"The autograd graph cannot give the gradient asked for ({said[:90]}): backward on a non-scalar, a "
         "tensor detached from or frozen out of the graph. Reduce the loss to a scalar (`.mean()`), detach "
         "before converting to numpy, and keep the trained parameters requiring grad.")),
-    (_INDEX_PAST, "CONFIG_INVALID", "INDEX_OUT_OF_RANGE", lambda said: (
+    ("_INDEX_PAST", "CONFIG_INVALID", "INDEX_OUT_OF_RANGE", lambda said: (
         f"An index is past the end of the table it selects from ({said[:80]}): a class label >= the number of "
         "classes, or a token id >= the embedding's vocabulary size (tokens added to the tokenizer without "
         "resizing the embeddings). Set the number of classes / vocabulary size to cover the data "
         "(`model.resize_token_embeddings(len(tokenizer))`).")),
-    (_NO_PARAMETERS, "CONFIG_INVALID", "CONFIG_VALUE", lambda said: (
+    ("_NO_PARAMETERS", "CONFIG_INVALID", "CONFIG_VALUE", lambda said: (
         f"The optimizer was given no parameters to train ({said[:80]}): every parameter is frozen, or the "
         "setting that picks the trainable modules (adapter target modules, a freeze option, a parameter "
         "filter) matched none of the model's. Check that setting against the model's module names.")),
-    (_SCHEDULE_OVERRUN, "CONFIG_INVALID", "CONFIG_VALUE", lambda said: (
+    ("_SCHEDULE_OVERRUN", "CONFIG_INVALID", "CONFIG_VALUE", lambda said: (
         f"The learning-rate scheduler was stepped past the total it was built for ({said[:90]}): its "
         "total_steps (or epochs x steps_per_epoch) is smaller than the steps the loop takes. Build it from the "
         "same number of steps the loop runs (after gradient accumulation and drop_last), or stop at it.")),
-    (_EMPTY, "DATA", "DATASET_EMPTY", lambda said: (
+    ("_EMPTY", "DATA", "DATASET_EMPTY", lambda said: (
         f"The data loader was given no samples ({said[:80]}): the dataset, or one split of it, is empty. "
         "Check the data path and the files it should match (names, extensions, the split's folder, the "
         "annotation file), and that preprocessing wrote them.")),
-    (_SCHEMA_DRIFT, "DATA", "DATA_FORMAT", lambda said: (
+    ("_SCHEMA_DRIFT", "DATA", "DATA_FORMAT", lambda said: (
         f"The data file could not be read as one table ({said[:100]}): its records do not share one schema "
         "(a field that is an object in one record and a list or string in another, numbers mixed with "
         "strings), or the file is not in the format it was loaded as. Make every record's fields the same "
         "type (e.g. all strings), and use JSON Lines (one record per line) for `json` datasets.")),
-    (_NO_LOSS, "DATA", "DATASET_KEY", lambda said: (
+    ("_NO_LOSS", "DATA", "DATASET_KEY", lambda said: (
         "The model computed no loss: the batches it was given carry no `labels` (" + said[:60] + "). Add a "
         "labels column to the dataset (or a data collator that makes one; for classification, labels of a "
         "class type), or tell the trainer which column holds them (label_names).")),
