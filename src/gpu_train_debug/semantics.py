@@ -39,11 +39,14 @@ _VALIDATING_FRAME = re.compile(
 # ...and, pasted without frames, the wording such validation uses: a setting named with how it
 # must relate to another (`requires ... to match`, `mismatch`, `will be ignored`, `must be`).
 _CONFIG_WORDS = re.compile(
-    r"(?:(?:\b|_)config(?:uration)?\b|\bTrainingArguments\b|\barguments?\b|\bDeepSpeed\b|\baccelerate\b|(?<![\w-])--\w"
+    r"(?:(?:\b|_)config(?:uration)?\b|\bTrainingArguments\b|\barguments\b|\bDeepSpeed\b|\baccelerate\b|(?<![\w-])--\w"
     r"|`[a-z]\w*_\w+`|\btarget[_ ]modules\b|\bevaluation[_ ]strategy\b|\b[a-z]+_(?:strategy|steps|size|ratio|type|mode|precision|modules|dataset|field|func|epochs)\b)", _I)
+# Words of other families: a message that names them is not read as a setting refused.
+_OTHER_SUBJECT = re.compile(r"tokeni[sz]er|chat[_ ]template|\bvocab|\bcuda\b|\bgpu\b|\bdevice\b|memory|\bmodule named|"
+                            r"\bnot installed\b|\bversion\b|\bdriver\b", _I)
 _CONFIG_VERDICT = re.compile(
     r"\b(?:mismatch(?:es)?|must (?:be|match|have|set)|requires? (?:the|you|a|an|that|at least)|will be ignored"
-    r"|(?:is|are) not (?:supported|compatible|allowed|a valid)|cannot (?:be )?(?:used?|combined?|set)|incompatible"
+    r"|(?:is|are) not (?:supported|compatible|allowed|a valid)|cannot be (?:used|combined|set)|incompatible"
     r"|please (?:correct|specify|set|check)|should be (?:set|one of|an? )|expected one of|only (?:supports?|one of)"
     r"|does not (?:require|support|accept|take)|you didn't pass|not found in the (?:base )?model|set (?:it to |to )?None)\b", _I)
 
@@ -61,6 +64,8 @@ _SCHEMA_DRIFT = re.compile(
     r"|\bArrowTypeError\b|Couldn't cast array of type|\bDatasetGenerationError\b|\bDatasetGenerationCastError\b"
     r"|\bpandas\.errors\.ParserError\b|Error tokenizing data\. C error", _I)
 _NO_LOSS = re.compile(r"The model did not return a loss from the inputs")
+_NO_TEMPLATE = re.compile(r"tokenizer\.chat_template is not set|Cannot use chat template functions|"
+                          r"does not have a chat template|no chat template (?:is )?(?:set|defined|found)", _I)
 _NO_COLUMN = re.compile(r"does not contain (?:a|any) columns? named|\bColumn '?[\w.-]+'? not in the dataset", _I)
 _DATASET_FRAME = re.compile(r"[/\\]datasets[/\\](?:formatting|arrow_dataset|features)")
 _HUB_DATASET = re.compile(r"doesn't exist on the Hub or cannot be accessed|\bDatasetNotFoundError\b")
@@ -106,6 +111,7 @@ _WORDS = {
     "_EMPTY": ("num_samples", "dataset is empty", "found 0 ", "no samples", "no examples", "no images", "no training"),
     "_SCHEMA_DRIFT": ("arrow", "column(", "couldn't cast", "datasetgeneration", "parsererror", "error tokenizing data"),
     "_NO_LOSS": ("did not return a loss",),
+    "_NO_TEMPLATE": ("chat template", "chat_template"),
     "_NO_COLUMN": ("column",),
     "_HUB_DATASET": ("exist on the hub", "datasetnotfounderror"),
     "_DTYPE_CLASH": ("dtype", "scalar type", "result type", "floating point type", "not implemented for"),
@@ -205,7 +211,8 @@ def read(log, raised=None, link=None):
             return family, code, _line(text, found) if found else message, explain(hit.group(0))
     if raised is not None and raised.name in ("ValueError", "AssertionError", "TypeError", "KeyError"):
         validating = _VALIDATING_FRAME.search(frames)
-        worded = _CONFIG_WORDS.search(raised.message) and _CONFIG_VERDICT.search(raised.message)
+        worded = (_CONFIG_WORDS.search(raised.message) and _CONFIG_VERDICT.search(raised.message)
+                  and not _OTHER_SUBJECT.search(raised.message))
         if (validating and raised.name != "KeyError") or (worded and raised.name == "ValueError"):
             return ("CONFIG_INVALID", "CONFIG_VALUE", message,
                     f"{message[:160]}: the library validated its arguments or configuration and refused a "
@@ -217,6 +224,10 @@ def read(log, raised=None, link=None):
 
 
 _FIXED = (
+    ("_NO_TEMPLATE", "TOKENIZER", "TOKENIZER_NO_CHAT_TEMPLATE", lambda said: (
+        f"The tokenizer has no chat template ({said[:80]}): base (not instruction-tuned) models ship none, and "
+        "transformers no longer supplies a default. Use the model's Instruct/chat variant, or set one "
+        "(`tokenizer.chat_template = ...`, or the trainer's template option) before formatting the data.")),
     ("_LOSS_NONFINITE", "NAN_LOSS", "LOSS_DIVERGED", lambda said: (
         f"The training loss became NaN/inf ({said[:80]}): the run diverged. Lower the learning rate (or "
         "warm it up longer), clip gradients, and in fp16 use bf16 or float32.")),

@@ -57,6 +57,10 @@ def test_heldout_split_is_the_frozen_seeded_sample():
 SPLITS = ["train", "heldout", "blind2", "blind3", "blind4", "blind5", "blind6", "dev7", "dev8", "dev9", "dev10", "dev11", "dev16"]
 BATCHES = ["batch7", "batch8", "batch10", "batch11", "batch12", "batch13", "batch14"]
 ACCEPTANCE = "batch9"
+# Development sets kept for their first measurement (README): scored, not held to the thresholds. dev17's
+# remaining wrong family comes from the generic exception fallback (a KeyError in a project's copy of
+# webdataset code read as a code error), outside the rules written from it.
+FIRST_MEASURED = ["dev17"]
 
 
 def test_acceptance_batch_records_are_complete_and_scored():
@@ -131,6 +135,6 @@ def test_messier_copies_of_the_same_logs_read_the_same():
 def test_corpus_command_prints_both_splits(capsys):
     assert corpus.main(["--dir", str(DIR), "--json"]) == 0
     table = json.loads(capsys.readouterr().out)
-    assert set(table) == set(SPLITS + BATCHES + [ACCEPTANCE]) and table["heldout"]["logs"] == 41
+    assert set(table) == set(SPLITS + BATCHES + FIRST_MEASURED + [ACCEPTANCE]) and table["heldout"]["logs"] == 41
     assert table["heldout"]["precision"] >= 0.95 and table["heldout"]["coverage"] >= 0.9
     assert corpus.main(["--dir", str(DIR / "missing")]) == 2
