@@ -29,7 +29,9 @@ USAGE = re.compile(
 _SCHEMA = re.compile(
     r"\b(?:pydantic[\w.]*\.)?ValidationError: \d+ validation errors? for \w+"
     r"|\bomegaconf\.errors\.\w+|\b(?:ConfigAttributeError|ConfigKeyError|MissingMandatoryValue|ConfigCompositionException"
-    r"|InterpolationResolutionError)\b:?|\bhydra\.errors\.\w+|Non-existent config key:|\bConfigValueError\b", _I)
+    r"|InterpolationResolutionError)\b:?|\bhydra\.errors\.\w+|Non-existent config key:|\bConfigValueError\b"
+    # an exception class that names a misconfiguration (Lightning's MisconfigurationException, ...)
+    r"|\b\w*Misconfiguration(?:Exception|Error)\b|\bInvalidConfig(?:uration)?(?:Error|Exception)\b", _I)
 
 # A library's own validation of its arguments or config: where it was raised...
 _VALIDATING_FRAME = re.compile(
@@ -64,6 +66,9 @@ _SCHEMA_DRIFT = re.compile(
     r"|\bArrowTypeError\b|Couldn't cast array of type|\bDatasetGenerationError\b|\bDatasetGenerationCastError\b"
     r"|\bpandas\.errors\.ParserError\b|Error tokenizing data\. C error", _I)
 _NO_LOSS = re.compile(r"The model did not return a loss from the inputs")
+_IMAGE_UNREADABLE = re.compile(r"cannot identify image file|\bUnidentifiedImageError\b|broken data stream when reading image file"
+                               r"|\bTruncated File Read\b", _I)
+_FILE_NOT_FOUND = re.compile(r"\b(?:Image|File|Label|Annotation)s? Not Found\b:?\s+['\"]?[^\s'\"]+\.(?:jpe?g|png|bmp|tiff?|webp|txt|json|xml|npy)\b", _I)
 _NO_TEMPLATE = re.compile(r"tokenizer\.chat_template is not set|Cannot use chat template functions|"
                           r"does not have a chat template|no chat template (?:is )?(?:set|defined|found)", _I)
 _NO_COLUMN = re.compile(r"does not contain (?:a|any) columns? named|\bColumn '?[\w.-]+'? not in the dataset", _I)
@@ -105,12 +110,14 @@ _WORDS = {
     "USAGE": ("error:", "hfargumentparser"),
     "_SCHEMA": ("validationerror", "omegaconf", "configattributeerror", "configkeyerror", "missingmandatoryvalue",
                 "configcompositionexception", "interpolationresolutionerror", "hydra.errors", "non-existent config key",
-                "configvalueerror"),
+                "configvalueerror", "misconfiguration", "invalidconfig"),
     "_NO_PARAMETERS": ("parameter",),
     "_SCHEDULE_OVERRUN": ("tried to step",),
     "_EMPTY": ("num_samples", "dataset is empty", "found 0 ", "no samples", "no examples", "no images", "no training"),
     "_SCHEMA_DRIFT": ("arrow", "column(", "couldn't cast", "datasetgeneration", "parsererror", "error tokenizing data"),
     "_NO_LOSS": ("did not return a loss",),
+    "_IMAGE_UNREADABLE": ("identify image", "unidentifiedimageerror", "broken data stream", "truncated file read"),
+    "_FILE_NOT_FOUND": ("not found",),
     "_NO_TEMPLATE": ("chat template", "chat_template"),
     "_NO_COLUMN": ("column",),
     "_HUB_DATASET": ("exist on the hub", "datasetnotfounderror"),
@@ -192,6 +199,8 @@ def read(log, raised=None, link=None):
     lower = log.lower()
     found, text = _search("_SCHEMA", log, lower)
     hit = _SCHEMA.search(message) or found
+    if hit and _OTHER_SUBJECT.search(_line(text, found) if found else message):
+        hit = None   # a misconfiguration of the GPU/CUDA/tokenizer/version is that family's, not a setting's
     if hit:
         return ("CONFIG_INVALID", "CONFIG_VALUE", _line(text, found) if found else message,
                 "A configuration schema refused the run's settings (" + hit.group(0)[:100] + "): a key it does "
@@ -231,6 +240,14 @@ _FIXED = (
     ("_LOSS_NONFINITE", "NAN_LOSS", "LOSS_DIVERGED", lambda said: (
         f"The training loss became NaN/inf ({said[:80]}): the run diverged. Lower the learning rate (or "
         "warm it up longer), clip gradients, and in fp16 use bf16 or float32.")),
+    ("_IMAGE_UNREADABLE", "DATA", "DATA_CORRUPT", lambda said: (
+        f"An image of the dataset cannot be decoded ({said[:90]}): the file is corrupt, truncated (an "
+        "interrupted download or copy) or not an image at all. Find it (the message names it, or open every "
+        "file with PIL once) and delete or replace it, or download the data again.")),
+    ("_FILE_NOT_FOUND", "DATA", "FILE_MISSING", lambda said: (
+        f"A file the dataset lists is not where it is looked for ({said[:100]}): the dataset's paths (its "
+        "YAML/config or annotation file) point at another folder than the data, or the file was never "
+        "extracted. Fix the data paths in the config, or put the files where they are listed.")),
     ("_HUB_DATASET", "DATA", "HUB_ACCESS_DENIED", lambda said: (
         f"The Hugging Face Hub refused the dataset ({said[:80]}): the id is misspelt, private or gated. Check "
         "the id, log in (`huggingface-cli login` or HF_TOKEN) and accept its terms, or point at a local copy.")),

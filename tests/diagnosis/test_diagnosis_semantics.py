@@ -19,6 +19,11 @@ from gpu_train_debug import diagnose
     ("RuntimeError: mat1 and mat2 must have the same dtype\n", "CONFIG_INVALID", "DEVICE_MISMATCH"),
     ("IndexError: Target 10 is out of bounds.\n", "CONFIG_INVALID", "INDEX_OUT_OF_RANGE"),
     ("| loss | nan |\n| step | 10 |\n| loss | nan |\n", "NAN_LOSS", "LOSS_DIVERGED"),
+    ("ValueError: Cannot use chat template functions because tokenizer.chat_template is not set\n", "TOKENIZER",
+     "TOKENIZER_NO_CHAT_TEMPLATE"),
+    ("OSError: cannot identify image file <_io.BufferedReader name='data/x/1.jpg'>\n", "DATA", "DATA_CORRUPT"),
+    ("pytorch_lightning.utilities.exceptions.MisconfigurationException: No `test_dataloader()` method defined\n",
+     "CONFIG_INVALID", "CONFIG_VALUE"),
 ])
 def test_message_shapes(log, family, code):
     result = diagnose(log, None, {"status": "crash"})
