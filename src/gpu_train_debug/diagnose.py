@@ -15,7 +15,7 @@ import math
 import re
 
 from gpu_train_debug import accounting as acc
-from gpu_train_debug import evidence, fallbacks, harness_verdict, logtext, memory, patterns
+from gpu_train_debug import evidence, fallbacks, harness_verdict, logtext, memory, patterns, semantics
 
 FAMILIES = ("OOM", "GPU_UNSUPPORTED", "DTYPE_UNSUPPORTED", "NO_ACCELERATOR", "NAN_LOSS",
             "COMPILE_FAILURE", "MISSING_DEPENDENCY", "TOKENIZER", "DATA", "DISTRIBUTED",
@@ -184,7 +184,7 @@ class _Diagnosis:
             result = self._batch_not_divisible()
         else:
             result = (self._from_results_row() or self._from_exception() or self._nan_tensor()
-                      or self._usage_block() or self._killed() or self._unknown())
+                      or self._usage_block() or self._semantic() or self._killed() or self._unknown())
         family, codes, fix, explanation = result
         if not self.template and self.status != "implausible":
             explanation = (explanation.rstrip() + " " + self._benchmark_context()).strip()
@@ -631,6 +631,12 @@ class _Diagnosis:
         return None
 
     def _tokenizer(self, match):
+        refused = _HUB_REFUSED.search(self.log)
+        if refused:
+            # The tokenizer file was asked of the Hub for an id that is no repository it serves (a
+            # local path that does not exist, a misspelt or gated id): the Hub's refusal decides.
+            self._decided(refused, "the Hub refused the repository the tokenizer was asked of")
+            return self._hub_access(refused)
         hub_id = _HUB_ID_TOKENIZER.search(self._line(match))
         if hub_id and _is_hub_id(hub_id.group(1)):
             # transformers could not load a tokenizer named by its Hub id. The same message follows an
@@ -936,6 +942,25 @@ class _Diagnosis:
             "A package with compiled code did not build (" + said[:100] + "). The first compiler error above "
             "this line is the cause (a compiler, CUDA toolkit or header the build needs). Install a prebuilt "
             "wheel for this torch/CUDA/Python if the project offers one, or the toolchain the build asks for.")
+
+    def _semantic(self):
+        """What a script, a configuration or a dataset refused, read from the message's shape and the
+        library that raised it (gpu_train_debug/semantics.py); None when nothing there applies."""
+        usage = semantics.usage_error(self.log)
+        if usage:
+            self._decided(usage, "argparse refused the command line")
+            return self._usage(usage)
+        nan = semantics.nan_losses(self.log)
+        if nan:
+            self.decided_by.append({"line": nan[1], "why": "losses logged as NaN/inf"})
+            return self._nan(nan[0])
+        raised = self._failing_exception()
+        read = semantics.read(self.log, raised, self._link(raised) if raised is not None else None)
+        if read is None:
+            return None
+        family, code, line, text = read
+        self.decided_by.append({"line": line, "why": "what the run's settings or data were refused for"})
+        return family, [code], {}, text
 
     def _usage(self, match):
         self.inter["usage_error"] = match.group(0)[:200]
@@ -1657,6 +1682,8 @@ def _statement_before(log, offset):
     return ""
 
 
+_HUB_REFUSED = re.compile(r"Repository Not Found for url|RepositoryNotFoundError|GatedRepoError"
+                          r"|is not a local folder and is not a valid model identifier")
 _NETWORK_FAILED = re.compile(r"ConnectionError|ConnectTimeout|ReadTimeout|Max retries exceeded|Failed to establish"
                              r"|Name or service not known|Temporary failure in name resolution|Network is unreachable"
                              r"|SSLError|couldn't connect to|Connection refused|LocalEntryNotFoundError|timed out", re.I)

@@ -51,16 +51,21 @@ def test_heldout_split_is_the_frozen_seeded_sample():
     assert Counter(r["split"] for r in ROWS) == {"train": 95, "heldout": 41, "blind2": 22, "blind3": 21, "blind4": 14,
                                                  "blind5": 12, "blind6": 3, "dev7": 48, "dev8": 22, "dev9": 20, "dev10": 13, "dev11": 11,
                                                  "dev12": 47, "dev13": 31, "dev21": 31, "dev22": 21, "dev14": 41, "dev15": 31, "dev18": 19,
+                                                 "dev16": 45, "dev17": 29,
                                                  "batch7": 64, "batch8": 64, "batch9": 67, "batch10": 64, "batch11": 63,
                                                  "batch12": 59, "batch13": 61, "batch14": 62}
 
 
-SPLITS = ["train", "heldout", "blind2", "blind3", "blind4", "blind5", "blind6", "dev7", "dev8", "dev9", "dev10", "dev11", "dev14", "dev15"]
+SPLITS = ["train", "heldout", "blind2", "blind3", "blind4", "blind5", "blind6", "dev7", "dev8", "dev9", "dev10", "dev11",
+          "dev14", "dev15", "dev16"]
 # Splits held to precision only (dev18 is measured, not tuned on: its two misses are left UNKNOWN).
 BATCHES = ["batch7", "batch8", "batch10", "batch11", "batch12", "batch13", "batch14", "dev18"]
 ACCEPTANCE = "batch9"
 # Development sets gathered for issue 21's structure-level rules after their first measurement.
 DEV_LATER = ["dev12", "dev13", "dev21", "dev22"]
+# Development sets whose family accuracy is not yet held to 90% (README: dev17 is mostly version mismatches
+# outside the rules written from it); their precision is held like every split's.
+FIRST_MEASURED = ["dev17"]
 
 
 def test_acceptance_batch_records_are_complete_and_scored():
@@ -74,7 +79,7 @@ def test_acceptance_batch_records_are_complete_and_scored():
     assert {"precision", "coverage", "family_accuracy"} <= set(TABLE[ACCEPTANCE])
 
 
-@pytest.mark.parametrize("split", SPLITS + BATCHES + DEV_LATER)
+@pytest.mark.parametrize("split", SPLITS + BATCHES + DEV_LATER + FIRST_MEASURED)
 def test_precision_first_a_named_family_is_right(split):
     # A wrong family is worse than UNKNOWN: the agent acts on it.
     row = TABLE[split]
@@ -135,6 +140,6 @@ def test_messier_copies_of_the_same_logs_read_the_same():
 def test_corpus_command_prints_both_splits(capsys):
     assert corpus.main(["--dir", str(DIR), "--json"]) == 0
     table = json.loads(capsys.readouterr().out)
-    assert set(table) == set(SPLITS + BATCHES + DEV_LATER + [ACCEPTANCE]) and table["heldout"]["logs"] == 41
+    assert set(table) == set(SPLITS + BATCHES + DEV_LATER + FIRST_MEASURED + [ACCEPTANCE]) and table["heldout"]["logs"] == 41
     assert table["heldout"]["precision"] >= 0.95 and table["heldout"]["coverage"] >= 0.9
     assert corpus.main(["--dir", str(DIR / "missing")]) == 2

@@ -1,0 +1,302 @@
+"""Training-run semantics: what a script, a configuration or a dataset refused.
+
+Read from the shape of a message and the library that raised it, not from one error class at a
+time, so that one rule covers the wordings of many projects: argparse's refusal of a command
+line (any program name), a configuration validated by a library (TrainingArguments,
+accelerate, DeepSpeed, pydantic or OmegaConf schemas), a sampler or loader given no samples,
+a data file whose records do not share one schema, a model that computed no loss because its
+batches carry no labels, and losses logged as NaN in any layout (tables, key=value, progress
+bars). Each reading returns (family, code, why, explanation) or None; the caller records `why`
+as the deciding evidence. A wrong family is worse than none: every rule needs both the message
+shape and, where the shape alone is ambiguous, the place it was raised.
+"""
+
+import re
+
+_I, _M = re.I, re.M
+
+# argparse (and jsonargparse) refusing a command line: `<prog>: error: <what>`, where <prog> is
+# whatever the script is called (`train.py`, `iColoriT training scripts`, none at all). The
+# wording after `error:` is argparse's own, so the rule holds for every program.
+USAGE = re.compile(
+    r"^[^\S\n]*(?:[^\n:]{1,80}:[^\S\n]*)?error:[^\S\n]+(?:unrecognized arguments:|the following arguments are required:"
+    r"|argument [^\n]{1,80}?: (?:invalid (?:choice|[\w ]{1,20}value)|expected (?:one|at least|\d)|ignored explicit"
+    r"|not allowed with|conflicting)|ambiguous option:|one of the arguments [^\n]{1,80} is required)"
+    # transformers' HfArgumentParser, refusing the same way
+    r"|Some specified arguments are not used by the HfArgumentParser", _M)
+
+# A configuration schema refused a value: pydantic, OmegaConf/Hydra, yacs, jsonargparse.
+_SCHEMA = re.compile(
+    r"\b(?:pydantic[\w.]*\.)?ValidationError: \d+ validation errors? for \w+"
+    r"|\bomegaconf\.errors\.\w+|\b(?:ConfigAttributeError|ConfigKeyError|MissingMandatoryValue|ConfigCompositionException"
+    r"|InterpolationResolutionError)\b:?|\bhydra\.errors\.\w+|Non-existent config key:|\bConfigValueError\b"
+    # an exception class that names a misconfiguration (Lightning's MisconfigurationException, ...)
+    r"|\b\w*Misconfiguration(?:Exception|Error)\b|\bInvalidConfig(?:uration)?(?:Error|Exception)\b", _I)
+
+# A library's own validation of its arguments or config: where it was raised...
+_VALIDATING_FRAME = re.compile(
+    r"training_args\.py|hf_argparser\.py|__post_init__|[/\\]deepspeed[/\\]runtime[/\\]config|"
+    r"(?:integrations[/\\])?deepspeed\.py|accelerate[/\\](?:utils[/\\]dataclasses|accelerator|state|commands)|"
+    r"[/\\](?:configs?|arguments?|args|config_utils|configuration_\w+)\.py", _I)
+# ...and, pasted without frames, the wording such validation uses: a setting named with how it
+# must relate to another (`requires ... to match`, `mismatch`, `will be ignored`, `must be`).
+_CONFIG_WORDS = re.compile(
+    r"(?:(?:\b|_)config(?:uration)?\b|\bTrainingArguments\b|\barguments\b|\bDeepSpeed\b|\baccelerate\b|(?<![\w-])--\w"
+    r"|`[a-z]\w*_\w+`|\btarget[_ ]modules\b|\bevaluation[_ ]strategy\b|\b[a-z]+_(?:strategy|steps|size|ratio|type|mode|precision|modules|dataset|field|func|epochs)\b)", _I)
+# Words of other families: a message that names them is not read as a setting refused.
+_OTHER_SUBJECT = re.compile(r"tokeni[sz]er|chat[_ ]template|\bvocab|\bcuda\b|\bgpu\b|\bdevice\b|memory|\bmodule named|"
+                            r"\bnot installed\b|\bversion\b|\bdriver\b", _I)
+_CONFIG_VERDICT = re.compile(
+    r"\b(?:mismatch(?:es)?|must (?:be|match|have|set)|requires? (?:the|you|a|an|that|at least)|will be ignored"
+    r"|(?:is|are) not (?:supported|compatible|allowed|a valid)|cannot be (?:used|combined|set)|incompatible"
+    r"|please (?:correct|specify|set|check)|should be (?:set|one of|an? )|expected one of|only (?:supports?|one of)"
+    r"|does not (?:require|support|accept|take)|you didn't pass|not found in the (?:base )?model|set (?:it to |to )?None)\b", _I)
+
+# What a training loop or scheduler refuses that is a setting, whatever library raised it.
+_NO_PARAMETERS = re.compile(r"optimizer got an empty parameter list|no (?:trainable )?parameters? (?:to optimi[sz]e|require gradients?)", _I)
+_SCHEDULE_OVERRUN = re.compile(r"Tried to step \d+ times?\. The specified number of total steps is \d+")
+
+# Data: a sampler or loader given nothing, records of different types, batches without labels.
+_EMPTY = re.compile(
+    r"num_samples should be a positive integer value, but got num_samples=0|\bnum_samples=0\b"
+    r"|\b(?:train(?:ing)?[_ ])?dataset is empty\b|\bFound 0 (?:files|images|samples|examples)\b"
+    r"|\bno (?:samples|examples|images|training (?:samples|examples|data)) (?:were )?found\b", _I)
+_SCHEMA_DRIFT = re.compile(
+    r"\bArrowInvalid: (?:JSON parse error|Column\(|Could not convert|Invalid value)|Column\([^)\n]*\) changed from \w+ to \w+"
+    r"|\bArrowTypeError\b|Couldn't cast array of type|\bDatasetGenerationError\b|\bDatasetGenerationCastError\b"
+    r"|\bpandas\.errors\.ParserError\b|Error tokenizing data\. C error", _I)
+_NO_LOSS = re.compile(r"The model did not return a loss from the inputs")
+_IMAGE_UNREADABLE = re.compile(r"cannot identify image file|\bUnidentifiedImageError\b|broken data stream when reading image file"
+                               r"|\bTruncated File Read\b", _I)
+_FILE_NOT_FOUND = re.compile(r"\b(?:Image|File|Label|Annotation)s? Not Found\b:?\s+['\"]?[^\s'\"]+\.(?:jpe?g|png|bmp|tiff?|webp|txt|json|xml|npy)\b", _I)
+_NO_TEMPLATE = re.compile(r"tokenizer\.chat_template is not set|Cannot use chat template functions|"
+                          r"does not have a chat template|no chat template (?:is )?(?:set|defined|found)", _I)
+_NO_COLUMN = re.compile(r"does not contain (?:a|any) columns? named|\bColumn '?[\w.-]+'? not in the dataset", _I)
+_DATASET_FRAME = re.compile(r"[/\\]datasets[/\\](?:formatting|arrow_dataset|features)")
+_HUB_DATASET = re.compile(r"doesn't exist on the Hub or cannot be accessed|\bDatasetNotFoundError\b")
+
+# Tensors that do not fit what an operation needs: two dtypes, two shapes, a graph that gives no
+# gradient, an index past a table. torch's own wordings, whatever project raised them.
+_DTYPE_CLASH = re.compile(
+    r"\bsame dtype\b|scalar type \w+ but (?:got|found) (?:scalar type )?\w+|Found dtype \w+ but expected \w+"
+    r"|result type \w+ can't be cast to the desired output type \w+|Expected floating point type for target"
+    r"|\"\w*(?:loss|nll|entropy|index|gather|scatter|embedding)\w*\" not implemented for '(?:Int|Long|Float|Double|Bool|Byte)'")
+_SHAPE_CLASH = re.compile(
+    r"Expected \d+-dimensional input for \d+-dimensional weight|size mismatch, m1: \[|Output size is too small"
+    r"|\b\dD or \dD target tensor expected|Target size \([^\n]{0,60}\) must be the same as input size"
+    r"|Using a target size \([^\n]{0,60}\) that is different to the input size|Expected target size \[?[\d, ]+"
+    r"|shapes? [^\n]{1,40} (?:and|vs\.?) [^\n]{1,40} (?:are )?(?:not compatible|incompatible|do not match|don't match)", _I)
+_GRAPH = re.compile(
+    r"grad can be implicitly created only for scalar outputs|Can't call numpy\(\) on Tensor that requires grad"
+    r"|doesn't require gradient|One of the differentiated Tensors (?:does not require grad|appears to not have been used)"
+    r"|a view of a leaf Variable that requires grad|leaf variable has been moved into the graph interior")
+_INDEX_PAST = re.compile(r"\bTarget -?\d+ is out of bounds|\bindex out of range in self\b")
+_LOSS_NONFINITE = re.compile(
+    r"\bLoss (?:became|becomes|is) (?:infinite or NaN|NaN or inf\w*)|\b(?:non-finite|NaN|infinite) loss (?:detected|encountered|at)"
+    r"|\bloss (?:became|becomes|went|turned) (?:nan|inf|infinite|non-finite)\b", _I)
+
+# NaN losses in the layouts training loops print: `| loss | nan |` tables, progress-bar
+# postfixes (`loss=nan`), logging dicts, and the loss-scale messages of fp16 optimizers.
+_NAN_METRIC = re.compile(
+    r"(?:^|[\s|,{(\[])['\"]?(?:train[_/ ])?loss[\w/]*['\"]?[^\S\n]*(?:\|[^\S\n]*|[:=][^\S\n]*)[-+]?(?:nan|inf)\b", _I | _M)
+_SCALE_COLLAPSE = re.compile(
+    r"Found (?:NaN|Inf)[^\n]{0,40}decreas\w* (?:lg_)?loss[_ ]scale|loss[_ ]scale[^\n]{0,40}(?:reduced|decreased) to"
+    r"|Gradient overflow\.?\s+Skipping step", _I)
+
+
+# Words (lower case) one of which a line must hold for each regex to match it: regexes run only on
+# those lines, so that a log of any size is read in about the time str.find takes.
+_WORDS = {
+    "USAGE": ("error:", "hfargumentparser"),
+    "_SCHEMA": ("validationerror", "omegaconf", "configattributeerror", "configkeyerror", "missingmandatoryvalue",
+                "configcompositionexception", "interpolationresolutionerror", "hydra.errors", "non-existent config key",
+                "configvalueerror", "misconfiguration", "invalidconfig"),
+    "_NO_PARAMETERS": ("parameter",),
+    "_SCHEDULE_OVERRUN": ("tried to step",),
+    "_EMPTY": ("num_samples", "dataset is empty", "found 0 ", "no samples", "no examples", "no images", "no training"),
+    "_SCHEMA_DRIFT": ("arrow", "column(", "couldn't cast", "datasetgeneration", "parsererror", "error tokenizing data"),
+    "_NO_LOSS": ("did not return a loss",),
+    "_IMAGE_UNREADABLE": ("identify image", "unidentifiedimageerror", "broken data stream", "truncated file read"),
+    "_FILE_NOT_FOUND": ("not found",),
+    "_NO_TEMPLATE": ("chat template", "chat_template"),
+    "_NO_COLUMN": ("column",),
+    "_HUB_DATASET": ("exist on the hub", "datasetnotfounderror"),
+    "_DTYPE_CLASH": ("dtype", "scalar type", "result type", "floating point type", "not implemented for"),
+    "_SHAPE_CLASH": ("dimensional", "size mismatch", "output size is too small", "target tensor expected", "target size",
+                     "shape"),
+    "_GRAPH": ("grad", "leaf variable", "differentiated"),
+    "_INDEX_PAST": ("out of bounds", "index out of range"),
+    "_LOSS_NONFINITE": ("nan", "infinite", "non-finite"),
+    "_NAN_METRIC": ("nan", "inf"),
+    "_SCALE_COLLAPSE": ("found nan", "found inf", "loss scale", "loss_scale", "gradient overflow"),
+    "_STEP_NAN": ("nan", "inf"),
+}
+
+
+def _candidates(log, lower, words):
+    """The lines of `log` that hold one of `words` (in `lower`, the log in lower case), joined."""
+    starts = set()
+    for word in words:
+        at = lower.find(word)
+        while at >= 0:
+            start = lower.rfind("\n", 0, at) + 1
+            starts.add(start)
+            stop = lower.find("\n", at)
+            if stop < 0:
+                break
+            at = lower.find(word, stop)
+    lines = []
+    for start in sorted(starts):
+        stop = log.find("\n", start)
+        lines.append(log[start:len(log) if stop < 0 else stop])
+    return "\n".join(lines)
+
+
+def _search(name, log, lower):
+    """(match, text it was found in) for the regex `name` over the lines that may hold it."""
+    text = _candidates(log, lower, _WORDS[name])
+    return (globals()[name].search(text) if text else None), text
+
+
+def usage_error(log):
+    """The argparse refusal line, or None."""
+    return _search("USAGE", log, log.lower())[0]
+
+
+_STEP_VALUE = re.compile(r"^[^\S\n]*\d+[^\S\n]*[,:|\t ][^\S\n]*\d+\.\d+[^\S\n]*$", _M)
+_STEP_NAN = re.compile(r"^[^\S\n]*\d+[^\S\n]*[,:|\t ][^\S\n]*(?:nan|inf)[^\S\n]*$", _M | _I)
+
+
+def nan_losses(log):
+    """('FP16_LOSS_SCALE_OVERFLOW' | 'LOSS_DIVERGED', line) when losses were logged as NaN/inf."""
+    lower = log.lower()
+    scale, scaled = _search("_SCALE_COLLAPSE", log, lower)
+    nan, nans = _search("_NAN_METRIC", log, lower)
+    if scale and (nan or len(_SCALE_COLLAPSE.findall(scaled)) >= 3):
+        return "FP16_LOSS_SCALE_OVERFLOW", _line(scaled, scale)
+    if nan and len(_NAN_METRIC.findall(nans)) >= 2:
+        return "LOSS_DIVERGED", _line(nans, nan)
+    # A bare `step value` column (the loss the loop prints) that turns to nan and stays there.
+    turned, text = _search("_STEP_NAN", log, lower)
+    if turned and len(_STEP_NAN.findall(text)) >= 2:
+        at = log.find(_line(text, turned))
+        if len(_STEP_VALUE.findall(log[max(0, at - 4000):at])) >= 2:
+            return "LOSS_DIVERGED", _line(text, turned)
+    return None
+
+
+def read(log, raised=None, link=None):
+    """A diagnosis from the message's shape and where it was raised, or None."""
+    message = raised.text() if raised is not None else ""
+    # Frames pasted without their `Traceback` header are not parsed into the chain: read them too.
+    printed = log[max(0, raised.start - 1500):raised.start] if raised is not None else ""
+    if raised is not None:
+        # What was printed around the exception that ended the run (its chain), not text far above it.
+        log = log[max(0, raised.start - 6000):raised.start + 2000]
+    frames = " ".join(f"{f.file} {f.function or ''}" for f in (link.frames if link else []))
+    if raised is not None and raised.file:
+        frames += f" {raised.file} {raised.function or ''}"
+    lower = log.lower()
+    found, text = _search("_SCHEMA", log, lower)
+    hit = _SCHEMA.search(message) or found
+    if hit and _OTHER_SUBJECT.search(_line(text, found) if found else message):
+        hit = None   # a misconfiguration of the GPU/CUDA/tokenizer/version is that family's, not a setting's
+    if hit:
+        return ("CONFIG_INVALID", "CONFIG_VALUE", _line(text, found) if found else message,
+                "A configuration schema refused the run's settings (" + hit.group(0)[:100] + "): a key it does "
+                "not know (renamed or moved to another section in this version), a missing required key, or a "
+                "value of the wrong type. Fix the keys the error lists in the config file (the project's example "
+                "configs for the installed version show the layout), or install the version the config was "
+                "written for.")
+    if raised is not None and raised.name == "KeyError" and (_DATASET_FRAME.search(frames) or _DATASET_FRAME.search(printed)):
+        return ("DATA", "DATASET_KEY", message,
+                f"{message[:100]}: a row of the dataset has no such column (it was looked up by the `datasets` "
+                "library for the trainer). Rename the dataset's column to the one the trainer reads (e.g. `text`), "
+                "or tell the trainer the column's name (dataset_text_field, formatting_func, label_names).")
+    for name, family, code, explain in _FIXED:
+        found, text = _search(name, log, lower)
+        hit = globals()[name].search(message) or found
+        if hit:
+            return family, code, _line(text, found) if found else message, explain(hit.group(0))
+    if raised is not None and raised.name in ("ValueError", "AssertionError", "TypeError", "KeyError"):
+        # A check that names the GPU, CUDA, a device or a version refuses the machine, not a setting.
+        validating = _VALIDATING_FRAME.search(frames) and not _OTHER_SUBJECT.search(raised.message)
+        worded = (_CONFIG_WORDS.search(raised.message) and _CONFIG_VERDICT.search(raised.message)
+                  and not _OTHER_SUBJECT.search(raised.message))
+        if (validating and raised.name != "KeyError") or (worded and raised.name == "ValueError"):
+            return ("CONFIG_INVALID", "CONFIG_VALUE", message,
+                    f"{message[:160]}: the library validated its arguments or configuration and refused a "
+                    "combination of settings" + (" (raised while it checked them)" if validating else "") + ". "
+                    "Change the settings the message names so that they agree (for DeepSpeed's values that "
+                    "TrainingArguments also sets, `\"auto\"`), or install the library version the script was "
+                    "written for; no train.py constant fixes it.")
+    return None
+
+
+_FIXED = (
+    ("_NO_TEMPLATE", "TOKENIZER", "TOKENIZER_NO_CHAT_TEMPLATE", lambda said: (
+        f"The tokenizer has no chat template ({said[:80]}): base (not instruction-tuned) models ship none, and "
+        "transformers no longer supplies a default. Use the model's Instruct/chat variant, or set one "
+        "(`tokenizer.chat_template = ...`, or the trainer's template option) before formatting the data.")),
+    ("_LOSS_NONFINITE", "NAN_LOSS", "LOSS_DIVERGED", lambda said: (
+        f"The training loss became NaN/inf ({said[:80]}): the run diverged. Lower the learning rate (or "
+        "warm it up longer), clip gradients, and in fp16 use bf16 or float32.")),
+    ("_IMAGE_UNREADABLE", "DATA", "DATA_CORRUPT", lambda said: (
+        f"An image of the dataset cannot be decoded ({said[:90]}): the file is corrupt, truncated (an "
+        "interrupted download or copy) or not an image at all. Find it (the message names it, or open every "
+        "file with PIL once) and delete or replace it, or download the data again.")),
+    ("_FILE_NOT_FOUND", "DATA", "FILE_MISSING", lambda said: (
+        f"A file the dataset lists is not where it is looked for ({said[:100]}): the dataset's paths (its "
+        "YAML/config or annotation file) point at another folder than the data, or the file was never "
+        "extracted. Fix the data paths in the config, or put the files where they are listed.")),
+    ("_HUB_DATASET", "DATA", "HUB_ACCESS_DENIED", lambda said: (
+        f"The Hugging Face Hub refused the dataset ({said[:80]}): the id is misspelt, private or gated. Check "
+        "the id, log in (`huggingface-cli login` or HF_TOKEN) and accept its terms, or point at a local copy.")),
+    ("_NO_COLUMN", "DATA", "DATASET_KEY", lambda said: (
+        f"The dataset has no column of the name the trainer reads ({said[:80]}). Rename the column (e.g. to "
+        "`text`), or tell the trainer its name (dataset_text_field, formatting_func).")),
+    ("_DTYPE_CLASH", "CONFIG_INVALID", "DEVICE_MISMATCH", lambda said: (
+        f"Two tensors of different dtypes met in one operation ({said[:90]}): a tensor the code creates or "
+        "loads (labels, masks, inputs) has another dtype than the weights or the loss expects (class targets "
+        "must be int64, probabilities float). Cast it where it is made (`.long()`, `.float()`, `.to(dtype)`).")),
+    ("_SHAPE_CLASH", "CONFIG_INVALID", "SHAPE_MISMATCH", lambda said: (
+        f"Tensor shapes do not fit the operation ({said[:90]}): the data's shape (channels, image size, "
+        "target layout) differs from what the model or loss was configured for. Make the input and target "
+        "shapes match the model's settings (channels, size, number of classes), or the model's settings the data.")),
+    ("_GRAPH", "CONFIG_INVALID", "AUTOGRAD_ERROR", lambda said: (
+        f"The autograd graph cannot give the gradient asked for ({said[:90]}): backward on a non-scalar, a "
+        "tensor detached from or frozen out of the graph. Reduce the loss to a scalar (`.mean()`), detach "
+        "before converting to numpy, and keep the trained parameters requiring grad.")),
+    ("_INDEX_PAST", "CONFIG_INVALID", "INDEX_OUT_OF_RANGE", lambda said: (
+        f"An index is past the end of the table it selects from ({said[:80]}): a class label >= the number of "
+        "classes, or a token id >= the embedding's vocabulary size (tokens added to the tokenizer without "
+        "resizing the embeddings). Set the number of classes / vocabulary size to cover the data "
+        "(`model.resize_token_embeddings(len(tokenizer))`).")),
+    ("_NO_PARAMETERS", "CONFIG_INVALID", "CONFIG_VALUE", lambda said: (
+        f"The optimizer was given no parameters to train ({said[:80]}): every parameter is frozen, or the "
+        "setting that picks the trainable modules (adapter target modules, a freeze option, a parameter "
+        "filter) matched none of the model's. Check that setting against the model's module names.")),
+    ("_SCHEDULE_OVERRUN", "CONFIG_INVALID", "CONFIG_VALUE", lambda said: (
+        f"The learning-rate scheduler was stepped past the total it was built for ({said[:90]}): its "
+        "total_steps (or epochs x steps_per_epoch) is smaller than the steps the loop takes. Build it from the "
+        "same number of steps the loop runs (after gradient accumulation and drop_last), or stop at it.")),
+    ("_EMPTY", "DATA", "DATASET_EMPTY", lambda said: (
+        f"The data loader was given no samples ({said[:80]}): the dataset, or one split of it, is empty. "
+        "Check the data path and the files it should match (names, extensions, the split's folder, the "
+        "annotation file), and that preprocessing wrote them.")),
+    ("_SCHEMA_DRIFT", "DATA", "DATA_FORMAT", lambda said: (
+        f"The data file could not be read as one table ({said[:100]}): its records do not share one schema "
+        "(a field that is an object in one record and a list or string in another, numbers mixed with "
+        "strings), or the file is not in the format it was loaded as. Make every record's fields the same "
+        "type (e.g. all strings), and use JSON Lines (one record per line) for `json` datasets.")),
+    ("_NO_LOSS", "DATA", "DATASET_KEY", lambda said: (
+        "The model computed no loss: the batches it was given carry no `labels` (" + said[:60] + "). Add a "
+        "labels column to the dataset (or a data collator that makes one; for classification, labels of a "
+        "class type), or tell the trainer which column holds them (label_names).")),
+)
+
+
+def _line(log, match):
+    start = log.rfind("\n", 0, match.start()) + 1
+    stop = log.find("\n", match.end())
+    return log[start:len(log) if stop < 0 else stop].strip()[:300]

@@ -1,0 +1,49 @@
+"""Training-run semantics (gpu_train_debug/semantics.py): message shapes, not error classes."""
+
+import time
+
+import pytest
+
+from gpu_train_debug import diagnose
+
+
+@pytest.mark.parametrize("log, family, code", [
+    ("some tool: error: unrecognized arguments: --epochs 3\n", "CONFIG_INVALID", "USAGE_ERROR"),
+    ("usage: x [-h]\nerror: argument cmd: invalid choice: 'go' (choose from 'run')\n", "CONFIG_INVALID", "USAGE_ERROR"),
+    ("pydantic_core._pydantic_core.ValidationError: 2 validation errors for RunConfig\n", "CONFIG_INVALID", "CONFIG_VALUE"),
+    ("ValueError: Please correct the following DeepSpeed config values that mismatch TrainingArguments values:\n",
+     "CONFIG_INVALID", "CONFIG_VALUE"),
+    ("ValueError: optimizer got an empty parameter list\n", "CONFIG_INVALID", "CONFIG_VALUE"),
+    ("ValueError: num_samples should be a positive integer value, but got num_samples=0\n", "DATA", "DATASET_EMPTY"),
+    ("pyarrow.lib.ArrowInvalid: JSON parse error: Column(/a) changed from number to string in row 3\n", "DATA", "DATA_FORMAT"),
+    ("RuntimeError: mat1 and mat2 must have the same dtype\n", "CONFIG_INVALID", "DEVICE_MISMATCH"),
+    ("IndexError: Target 10 is out of bounds.\n", "CONFIG_INVALID", "INDEX_OUT_OF_RANGE"),
+    ("| loss | nan |\n| step | 10 |\n| loss | nan |\n", "NAN_LOSS", "LOSS_DIVERGED"),
+    ("ValueError: Cannot use chat template functions because tokenizer.chat_template is not set\n", "TOKENIZER",
+     "TOKENIZER_NO_CHAT_TEMPLATE"),
+    ("OSError: cannot identify image file <_io.BufferedReader name='data/x/1.jpg'>\n", "DATA", "DATA_CORRUPT"),
+    ("pytorch_lightning.utilities.exceptions.MisconfigurationException: No `test_dataloader()` method defined\n",
+     "CONFIG_INVALID", "CONFIG_VALUE"),
+])
+def test_message_shapes(log, family, code):
+    result = diagnose(log, None, {"status": "crash"})
+    assert (result["family"], result["codes"]) == (family, [code]), result["explanation"]
+    assert result["intermediates"]["evidence"]["decided_by"]
+
+
+@pytest.mark.parametrize("log", [
+    "ValueError: too many values to unpack (expected 2)\n",            # the code's, not a setting
+    "step 1 | loss: 2.1\nstep 2 | loss: 2.0\nINFO finished\n",          # nothing failed
+    "RuntimeError: CUDA error: an illegal memory access was encountered\n",
+])
+def test_no_family_without_the_shape(log):
+    assert diagnose(log, None, {"status": "crash"})["family"] == "UNKNOWN"
+
+
+def test_semantic_reading_stays_fast_on_long_logs():
+    body = "".join(f"step {i:05d} | loss: {4 - i / 5000:.6f} | lr 3e-4 | info nan-free\n" for i in range(10000))
+    for end in ("", "ValueError: --x requires the save and eval strategy to match\n", "KeyError: 'text'\n"):
+        diagnose(body + end)
+        start = time.perf_counter()
+        diagnose(body + end)
+        assert time.perf_counter() - start < 0.2
