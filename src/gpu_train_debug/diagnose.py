@@ -39,6 +39,10 @@ _STATE_FRAMES = ("setup_optimizer", "init_weights", ".to(device", "to_empty(", "
 # Warnings that are themselves the cause: the run goes on (on the CPU, or to a later error) but
 # nothing after them can work. A later exception does not outrank them.
 CAUSE_WARNINGS = ("DRIVER_TOO_OLD", "TORCH_ARCH_UNSUPPORTED")
+# TensorFlow's dynamic loader's warning for a CUDA library it could not open (it then runs on the CPU).
+_TF_DLERROR = re.compile(r"Could not load dynamic library '[^'\n]+'; dlerror:")
+# An exception that is itself about a library or the GPU (then the loader's warning explains it).
+_LIBRARY_WORDS = re.compile(r"ImportError|OSError|shared object|dlerror|\blib\w+\.so|DLL|CUDA|cuda|GPU|device", re.I)
 _GPU_WORDS = re.compile(r"cuda|\bgpu|device|driver|nvidia|\bhip\b|rocm", re.I)
 _RANK_PREFIX = re.compile(r"\[(?:rank|default)(\d+)\]:")
 _ANY_RANK = re.compile(r"\[(?:rank|default)(\d+)\]:|\bRank (\d+)\]")
@@ -572,6 +576,14 @@ class _Diagnosis:
                 "The GPU refused a new CUDA context (busy or unavailable): it is in exclusive-process compute mode and "
                 "another process holds it, or it is in a bad state. Check `nvidia-smi` (compute mode, processes), end "
                 "the other process or pick another GPU with CUDA_VISIBLE_DEVICES, or reset the GPU.")
+        if "machine only has" in said or said.startswith("Invalid CUDA"):
+            # The launcher was asked for GPUs that torch does not see (fewer GPUs than asked for,
+            # another index, CUDA_VISIBLE_DEVICES, or a CPU-only torch that sees none).
+            return "NO_ACCELERATOR", ["NO_CUDA_DEVICE"], {}, (
+                "The run asked for GPUs that torch does not see (" + said[:80] + "): it named more GPUs or another "
+                "index than this machine has, CUDA_VISIBLE_DEVICES hides them, or torch is a CPU-only build that sees "
+                "none. Check `python -c 'import torch; print(torch.cuda.is_available(), torch.cuda.device_count())'`, "
+                "then ask for the GPUs that exist (devices=1 / --device 0) or install a CUDA build of torch.")
         if "MPS" in said:
             return "NO_ACCELERATOR", ["NO_CUDA_DEVICE"], {}, (
                 "The MPS backend is not available (" + said[:80] + "): macOS older than 12.3, a torch built without MPS, "
@@ -799,6 +811,14 @@ class _Diagnosis:
         if re.search(r"WinError 1455|paging file is too small", self._line(match)):
             # Windows could not map a DLL of torch: its virtual memory (RAM + paging file) is exhausted.
             return self._host_oom(match)
+        if _TF_DLERROR.search(self._line(match)):
+            # TensorFlow's loader warns when it cannot open a CUDA library and goes on without the GPU
+            # (imported only for TensorBoard, say): a Python exception of another kind decides.
+            before = len(self.decided_by)
+            raised = self._from_exception()
+            if raised and raised[0] != "UNKNOWN" and not _LIBRARY_WORDS.search(self.inter.get("exception", "")):
+                return raised
+            del self.decided_by[before:]
         return "MISSING_DEPENDENCY", ["BINARY_MISMATCH"], {}, (
             "A compiled extension does not match what is installed (" + match.group(0)[:100] + "): it was "
             "built for another torch/CUDA, or the CUDA toolkit it needs is absent. Reinstall that package "
@@ -891,6 +911,12 @@ class _Diagnosis:
             "(`docker run --shm-size=8g`) or use fewer DataLoader workers (num_workers=0).")
 
     def _fp16_weights_scaled(self, match):
+        if "BFloat16" in match.group(0):
+            return "CONFIG_INVALID", ["FP16_WEIGHTS_SCALED"], {}, (
+                "fp16 mixed precision's gradient scaler was given bfloat16 gradients (" + match.group(0)[:90] + "): the "
+                "model was loaded in bfloat16 while fp16 AMP (GradScaler) is on, and the scaler has no bfloat16 kernel. "
+                "Train in bfloat16 without the scaler (bf16=True, fp16=False) where the GPU supports it (Ampere or "
+                "newer), or load the trainable weights in float32 for fp16 AMP (V100, T4).")
         return "CONFIG_INVALID", ["FP16_WEIGHTS_SCALED"], {}, (
             "AMP's gradient scaler was given parameters stored in float16 (Attempting to unscale FP16 gradients): "
             "mixed precision keeps the trainable weights in float32 and only computes in float16. Load or cast the "

@@ -92,8 +92,11 @@ SIGNATURES = [
       "doesn't support", 'does not support')),
     # A CPU kernel without a half-precision version: fp16/bf16 weights run on the CPU.
     # AMP's GradScaler was given fp16 parameters: it keeps fp32 master weights and refuses them.
-    ("FP16_WEIGHTS_SCALED", "CONFIG_INVALID", re.compile(r"Attempting to unscale FP16 gradients"),
-     ('attempting to unscale fp16',)),
+    # Its CUDA kernel has no bfloat16 version: bf16 weights (gradients) under fp16 AMP's scaler.
+    ("FP16_WEIGHTS_SCALED", "CONFIG_INVALID", re.compile(
+        r"Attempting to unscale FP16 gradients"
+        r"|_amp_foreach_non_finite_check_and_unscale_cuda\W{0,3} not implemented for \W{0,2}(?:BFloat16|Half)\b"),
+     ('attempting to unscale fp16', 'non_finite_check_and_unscale_cuda')),
     ("HALF_ON_CPU", "DTYPE_UNSUPPORTED", re.compile(
         r"\"\w+_cpu_?\" not implemented for '(?:Half|BFloat16)'|not implemented for 'Half'"),
      ("not implemented for 'half'", "not implemented for 'bfloat16'")),
@@ -138,6 +141,9 @@ SIGNATURES = [
         r"|CUDA-capable device\(s\) is/are busy or unavailable|cudaErrorDevicesUnavailable|Driver/library version mismatch"
         r"|CUDA driver initialization failed|ProcessGroupNCCL is only supported with GPUs, no GPUs found"
         r"|Unexpected error from cudaGetDeviceCount\(\)|cudaErrorSystemNotReady"
+        # A launcher asked for GPUs torch does not see: Lightning's `You requested gpu: [0, 1]` /
+        # ` But your machine only has: [0]`, ultralytics' `Invalid CUDA '--device 0' requested`.
+        r"|But your machine only has:? ?\[[\d, ]*\]|Invalid CUDA '(?:--)?device[= ]?[^'\n]*' requested"
         r"|MPS backend is not available|MPS not available because|The MPS backend is supported on MacOS"
         r"|(?<!device but torch\.)cuda\.is_available\(\)\W{0,3}(?:returns?|is|gives|=+|:)?\s*False"),
      ('busy or unavailable', 'devicesunavailable', 'driver/library version mismatch', 'driver initialization failed',
@@ -145,7 +151,7 @@ SIGNATURES = [
       'mps backend is supported', 'is_available()',
       "couldn't communicate with the nvidia driver", 'cuda_error_no_device', 'cudaerrornodevice', 'failed call to cuinit',
       'gpuaccelerator can not run', 'no supported gpu backend', 'runtime error (999)', 'not compiled with cuda', 'no nvidia driver', 'no cuda gpus', 'no cuda-capable', 'invalid device ordinal',
-      'cuda unavailable', 'driver was not detected', 'cuda unknown error')),
+      'cuda unavailable', 'driver was not detected', 'cuda unknown error', 'your machine only has', "invalid cuda '")),
     # The build of a CUDA extension stopped on the toolchain: the host compiler is newer than nvcc
     # accepts, nvcc is older than the GPU, or the local toolkit is not the CUDA torch was built with.
     # A build failure comes before the missing module or undefined symbol it leaves behind.
@@ -167,13 +173,14 @@ SIGNATURES = [
         r"|\d+ errors? detected in the compilation of|Ninja is required to load C\+\+ extensions"
         # setuptools' words when the compiler or linker it ran failed, the linker's own, and pip's
         # when a package's build step failed (the compiler error above it is the cause).
-        r"|error: command '[^'\n]*?\b(?:nvcc|hipcc|gcc|g\+\+|c\+\+|cc|clang\+*|cl|link|ninja|x86_64-linux-gnu-g(?:cc|\+\+))(?:\.exe)?'"
+        r"|error:? command ['\"“‘][^'\"“”‘’\n]*?\b(?:nvcc|hipcc|gcc|g\+\+|c\+\+|cc|clang\+*|cl|link|ninja|x86_64-linux-gnu-g(?:cc|\+\+))(?:\.exe)?['\"”’]"
         r" failed with exit (?:status|code)[\W_]{0,3}\d+|\bld(?:\.\w+)?: cannot find -l\w+|collect2: error: ld returned \d+ exit status"
         r"|error: subprocess-exited-with-error|error: metadata-generation-failed"
         r"|(?:python setup\.py \w+|Getting requirements to build wheel|Building wheel for \S+(?: \([\w.]+\))?) did not run successfully", _I | _M),
      ('error building extension', 'error compiling objects for extension', 'failed building wheel',
       'could not build wheels', 'failed to build', 'no matching distribution', 'could not find a version',
-      'detected in the compilation of', 'ninja is required', "' failed with exit", 'cannot find -l', 'ld returned',
+      'detected in the compilation of', 'ninja is required', "' failed with exit", '" failed with exit',
+      '” failed with exit', '’ failed with exit', 'cannot find -l', 'ld returned',
       'subprocess-exited-with-error', 'metadata-generation-failed', 'did not run successfully')),
     ("MISSING_PACKAGE", "MISSING_DEPENDENCY", re.compile(
         r"ModuleNotFoundError: No module named '([\w.]+)'|ImportError: No module named ([\w.]+)"

@@ -36,6 +36,23 @@ CASES = [
     ("RuntimeError: Failed to import transformers.trainer because of the following error (look up to see its "
      "traceback):\nNo module named 'torch._six'", "MISSING_DEPENDENCY"),
     ("torch.cuda.is_available() returns False", "NO_ACCELERATOR"),
+    # Launchers asked for GPUs torch does not see.
+    ("MisconfigurationException: You requested gpu: [0, 1, 2]\n But your machine only has: [0]", "NO_ACCELERATOR"),
+    ("AssertionError: Invalid CUDA 'device=1' requested. Use 'device=cpu' or pass valid CUDA device(s)", "NO_ACCELERATOR"),
+    # A build's compiler failing, however the command is quoted.
+    ('error: command "/opt/cuda/bin/nvcc" failed with exit status 2', "MISSING_DEPENDENCY"),
+    ("error command \u201c/usr/bin/x86_64-linux-gnu-gcc\u201d failed with exit status1", "MISSING_DEPENDENCY"),
+    # fp16 AMP's scaler given bf16 gradients (its CUDA kernel has no bf16 version).
+    ("RuntimeError: \"_amp_foreach_non_finite_check_and_unscale_cuda\" not implemented for 'BFloat16'", "CONFIG_INVALID"),
+    # TensorFlow's loader warning is not the cause of a Python error of another kind printed with it.
+    ("Traceback (most recent call last):\n  File \"train.py\", line 100, in train\n    plots = not opt.epochs\n"
+     "AttributeError: 'Namespace' object has no attribute 'epochs'\n2022-07-15 16:05:06.789337: W tensorflow/stream_executor/"
+     "platform/default/dso_loader.cc:59] Could not load dynamic library 'libcudart.so.10.1'; dlerror: libcudart.so.10.1: "
+     "cannot open shared object file: No such file or directory", "CONFIG_INVALID"),
+    # ... but it is when nothing else failed (TensorFlow ran on the CPU).
+    ("2021-04-23 23:23:33.996250: W tensorflow/stream_executor/platform/default/dso_loader.cc:55] Could not load dynamic "
+     "library 'libcudart.so.10.0'; dlerror: libcudart.so.10.0: cannot open shared object file: No such file or directory",
+     "MISSING_DEPENDENCY"),
     # Collectives other than NCCL's own words, and runs started without a launcher.
     ("ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable RANK expected, "
      "but not set", "DISTRIBUTED"),
