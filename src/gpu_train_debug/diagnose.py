@@ -576,7 +576,7 @@ class _Diagnosis:
                 "The GPU refused a new CUDA context (busy or unavailable): it is in exclusive-process compute mode and "
                 "another process holds it, or it is in a bad state. Check `nvidia-smi` (compute mode, processes), end "
                 "the other process or pick another GPU with CUDA_VISIBLE_DEVICES, or reset the GPU.")
-        if "machine only has" in said or said.startswith("Invalid CUDA"):
+        if "machine only has" in said or said.startswith("Invalid CUDA") or "num_gpus" in said:
             # The launcher was asked for GPUs that torch does not see (fewer GPUs than asked for,
             # another index, CUDA_VISIBLE_DEVICES, or a CPU-only torch that sees none).
             return "NO_ACCELERATOR", ["NO_CUDA_DEVICE"], {}, (

@@ -87,7 +87,7 @@ SIGNATURES = [
         r"is not current(?:ly)? implemented for the (MPS|XPU|HPU|Meta) device|not currently supported on the (MPS) backend"
         r"|No operator found for `?\w+`?|\b(MPS) does not support \w+"
         # A runtime that says its device lacks the feature asked of it (Intel's XPU memory query).
-        r"|The device \([^)\n]+\) (?:doesn't|does not) support \w+", _I),
+        r"|The device \((?:[^()\n]|\([^()\n]*\))+\) (?:doesn't|does not) support \w+", _I),
      ('implemented for the', 'not currently supported on the', 'no operator found for', 'mps does not support',
       "doesn't support", 'does not support')),
     # A CPU kernel without a half-precision version: fp16/bf16 weights run on the CPU.
@@ -129,11 +129,11 @@ SIGNATURES = [
       'compatnotsupported', 'built for nvidia driver release', 'unsupported display driver', 'insufficientdriver',
       'insufficient_driver', 'unsupported toolchain', 'unsupported_ptx')),
     ("NO_CUDA_DEVICE", "NO_ACCELERATOR", re.compile(
-        r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available"
+        r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No (?:CUDA|HIP) GPUs are available"
         r"|no CUDA-capable device is detected|invalid device ordinal|CUDA unavailable, invalid device"
         r"|The NVIDIA Driver was not detected|CUDA unknown error - this may be due to an incorrectly set up environment"
         # Lightning when torch sees no GPU; CUDA's error 999 (unknown) when the driver cannot start it.
-        r"|GPUAccelerator can not run on your system since the accelerator is not available|No supported gpu backend found"
+        r"|(?:GPU|CUDA|MPS)Accelerator`? can not run on your system since the accelerator is not available|No supported gpu backend found"
         r"|cuda runtime error \(999\) : unknown error"
         # The driver cannot be reached or reports no device (nvidia-smi, the driver API, TensorFlow's cuInit).
         r"|NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver|CUDA_ERROR_NO_DEVICE"
@@ -144,6 +144,8 @@ SIGNATURES = [
         # A launcher asked for GPUs torch does not see: Lightning's `You requested gpu: [0, 1]` /
         # ` But your machine only has: [0]`, ultralytics' `Invalid CUDA '--device 0' requested`.
         r"|But your machine only has:? ?\[[\d, ]*\]|Invalid CUDA '(?:--)?device[= ]?[^'\n]*' requested"
+        # torch's lazy CUDA init given a device index past the GPUs it sees.
+        r"|device >= 0 && device < num_gpus INTERNAL ASSERT FAILED"
         r"|MPS backend is not available|MPS not available because|The MPS backend is supported on MacOS"
         r"|(?<!device but torch\.)cuda\.is_available\(\)\W{0,3}(?:returns?|is|gives|=+|:)?\s*False"),
      ('busy or unavailable', 'devicesunavailable', 'driver/library version mismatch', 'driver initialization failed',
@@ -151,7 +153,8 @@ SIGNATURES = [
       'mps backend is supported', 'is_available()',
       "couldn't communicate with the nvidia driver", 'cuda_error_no_device', 'cudaerrornodevice', 'failed call to cuinit',
       'gpuaccelerator can not run', 'no supported gpu backend', 'runtime error (999)', 'not compiled with cuda', 'no nvidia driver', 'no cuda gpus', 'no cuda-capable', 'invalid device ordinal',
-      'cuda unavailable', 'driver was not detected', 'cuda unknown error', 'your machine only has', "invalid cuda '")),
+      'cuda unavailable', 'driver was not detected', 'cuda unknown error', 'your machine only has', "invalid cuda '",
+      'no hip gpus', 'accelerator` can not run', 'device < num_gpus')),
     # The build of a CUDA extension stopped on the toolchain: the host compiler is newer than nvcc
     # accepts, nvcc is older than the GPU, or the local toolkit is not the CUDA torch was built with.
     # A build failure comes before the missing module or undefined symbol it leaves behind.
@@ -167,7 +170,7 @@ SIGNATURES = [
       'cuda extensions are being compiled')),
     # An extension or wheel that did not build, or pip that found no build for this Python/platform.
     ("BUILD_FAILED", "MISSING_DEPENDENCY", re.compile(
-        r"Error (?:building|compiling objects for) extension '?[\w.-]+|Failed building wheel for [\w.-]+"
+        r"Error building extension '?[\w.-]+|Error compiling objects for extension\b|Failed building wheel for [\w.-]+"
         r"|Could not build wheels for [\w.-]+|^(?:ERROR: )?Failed to build (?:installable wheels|[\w.-]+[^\S\n]*$)"
         r"|No matching distribution found for \S+|Could not find a version that satisfies the requirement \S+"
         r"|\d+ errors? detected in the compilation of|Ninja is required to load C\+\+ extensions"
@@ -186,8 +189,11 @@ SIGNATURES = [
         r"ModuleNotFoundError: No module named '([\w.]+)'|ImportError: No module named ([\w.]+)"
         r"|\bpython[\d.]*: No module named ([\w.]+)|(?m:^)\s*No module named '([\w.]+)'"
         # transformers' words for an optional backend it needs (sentencepiece, protobuf, ...).
-        r"|requires the (\w+) library but it was not found in your environment|You need to have (\w+) installed"),
-     ('no module named', 'library but it was not found', 'you need to have')),
+        r"|requires the (\w+) library but it was not found in your environment|You need to have (\w+) installed"
+        # importlib/pkg_resources asked for the version of a package that is not installed.
+        r"|PackageNotFoundError: No package metadata was found for ([\w.-]+)|DistributionNotFound: The '([\w.-]+)[^'\n]*' distribution was not found"),
+     ('no module named', 'library but it was not found', 'you need to have', 'no package metadata was found',
+      'distributionnotfound')),
     # The installed torch predates an API the code calls (torch.compile is 2.0, torch.compiler 2.1).
     ("TORCH_TOO_OLD", "MISSING_DEPENDENCY", re.compile(
         r"module 'torch(?:\.[\w.]+)?' has no attribute '(\w+)'|requires PyTorch (?:version )?([\d.]+) or (?:higher|newer|later)"
@@ -270,11 +276,12 @@ SIGNATURES = [
         r"|Symbol not found: \S+|\[WinError 126\]|Error loading \"[^\"\n]+\.dll\" or one of its dependencies"
         r"|No such file or directory: '[^'\n]*[/\\]nvcc(?:\.exe)?'"
         r"|Could not run '(?!aten::)\w+::\w+' with arguments from the '(?:CUDA|HIP|XPU|MPS)' backend"
-        r"|libcuda\.so cannot found|bitsandbytes was compiled without GPU support|has no attribute 'cadam32bit_grad_fp32'", _I),
+        # torch finds a cuDNN other than the one it was built with (LD_LIBRARY_PATH, a system cuDNN).
+        r"|cuDNN version incompatibility: PyTorch was compiled\s+against|libcuda\.so cannot found|bitsandbytes was compiled without GPU support|has no attribute 'cadam32bit_grad_fp32'", _I),
      ('undefined symbol', 'cannot open shared object', 'dll load failed', 'cuda_home', 'no cuda runtime',
       'missingcudaexception', 'cannot read file data', 'invalid elf header', 'file too short', 'wrong elf class',
       'symbol not found', 'winerror 126', '.dll" or one of its dependencies', 'could not run',
-      'libcuda.so cannot found', 'compiled without gpu support', 'cadam32bit',
+      'libcuda.so cannot found', 'compiled without gpu support', 'cadam32bit', 'cudnn version incompatibility',
       'visual c++', 'nvcc', 'version `', 'compiled with different cuda', 'torchvision::', 'cuda setup')),
     # The shell could not start a command (exit 127): bash's `foo: command not found`, dash's
     # `sh: 1: foo: not found`, `bash: ./run.sh: No such file or directory`, a Chinese locale's
@@ -423,7 +430,7 @@ SIGNATURES = [
      ('watchdog caught',)),
     ("NCCL_ERROR", "DISTRIBUTED", re.compile(
         r"NCCL error\b|DistBackendError|ncclUnhandledCudaError|ncclSystemError|ncclInternalError"
-        r"|Distributed package doesn't have NCCL built in|ncclInvalidUsage|NCCL communicator was aborted"
+        r"|Distributed package doesn't have NCCL built in|Invalid backend: 'nccl'|ncclInvalidUsage|NCCL communicator was aborted"
         r"|ncclCommInitRank failed|ncclRemoteError|NCCL Error \d|NCCL failure [^\n]*'unhandled system error'|NCCL WARN Call to ibv_create_qp failed"),
      ('nccl', 'distbackenderror')),
     ("DIST_INIT_FAILED", "DISTRIBUTED", re.compile(

@@ -39,6 +39,21 @@ CASES = [
     # Launchers asked for GPUs torch does not see.
     ("MisconfigurationException: You requested gpu: [0, 1, 2]\n But your machine only has: [0]", "NO_ACCELERATOR"),
     ("AssertionError: Invalid CUDA 'device=1' requested. Use 'device=cpu' or pass valid CUDA device(s)", "NO_ACCELERATOR"),
+    ("lightning_fabric.utilities.exceptions.MisconfigurationException: `CUDAAccelerator` can not run on your system "
+     "since the accelerator is not available.", "NO_ACCELERATOR"),
+    ("RuntimeError: No HIP GPUs are available", "NO_ACCELERATOR"),
+    ("torch.cuda.DeferredCudaCallError: CUDA call failed lazily at initialization with error: device >= 0 && "
+     "device < num_gpus INTERNAL ASSERT FAILED at \"CUDAContext.cpp\":50. device=3, num_gpus=2", "NO_ACCELERATOR"),
+    # Packages asked for by version that are not installed; a cuDNN other than torch's.
+    ("importlib.metadata.PackageNotFoundError: No package metadata was found for peft", "MISSING_DEPENDENCY"),
+    ("pkg_resources.DistributionNotFound: The 'tokenizers>=0.13' distribution was not found and is required by "
+     "transformers", "MISSING_DEPENDENCY"),
+    ("RuntimeError: cuDNN version incompatibility: PyTorch was compiled  against (9, 1, 0) but found runtime version "
+     "(8, 9, 7).", "MISSING_DEPENDENCY"),
+    ("RuntimeError: Error compiling objects for extension", "MISSING_DEPENDENCY"),
+    ("ValueError: Invalid backend: 'nccl'", "DISTRIBUTED"),
+    ("RuntimeError: The device (Intel(R) Arc(TM) A770 Graphics) does not support querying the free memory",
+     "GPU_UNSUPPORTED"),
     # A build's compiler failing, however the command is quoted.
     ('error: command "/opt/cuda/bin/nvcc" failed with exit status 2', "MISSING_DEPENDENCY"),
     ("error command \u201c/usr/bin/x86_64-linux-gnu-gcc\u201d failed with exit status1", "MISSING_DEPENDENCY"),
