@@ -49,7 +49,7 @@ def test_heldout_split_is_the_frozen_seeded_sample():
     held = set(random.Random("i13-heldout-2026-12-01").sample(ids, 41))
     assert {r["id"] for r in first if r["split"] == "heldout"} == held
     assert Counter(r["split"] for r in ROWS) == {"train": 95, "heldout": 41, "blind2": 22, "blind3": 21, "blind4": 14,
-                                                 "blind5": 12, "blind6": 3, "dev7": 48, "dev8": 22, "dev9": 20, "dev10": 13, "dev11": 11, "dev14": 41, "dev15": 31, "dev18": 19, "dev19": 43,
+                                                 "blind5": 12, "blind6": 3, "dev7": 48, "dev8": 22, "dev9": 20, "dev10": 13, "dev11": 11, "dev14": 41, "dev15": 31, "dev18": 19, "dev19": 43, "dev20": 30,
                                                  "batch7": 64, "batch8": 64, "batch9": 67, "batch10": 64, "batch11": 63,
                                                  "batch12": 59, "batch13": 61, "batch14": 62}
 
