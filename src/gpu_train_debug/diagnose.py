@@ -811,9 +811,10 @@ class _Diagnosis:
         if re.search(r"WinError 1455|paging file is too small", self._line(match)):
             # Windows could not map a DLL of torch: its virtual memory (RAM + paging file) is exhausted.
             return self._host_oom(match)
-        if _TF_DLERROR.search(self._line(match)):
+        if _TF_DLERROR.search(self._line(match)) or self._continues_warning(match):
             # TensorFlow's loader warns when it cannot open a CUDA library and goes on without the GPU
-            # (imported only for TensorBoard, say): a Python exception of another kind decides.
+            # (imported only for TensorBoard, say), torchvision when its image extension does not load
+            # (its warning wrapped onto the next line): a Python exception of another kind decides.
             before = len(self.decided_by)
             raised = self._from_exception()
             if raised and raised[0] != "UNKNOWN" and not _LIBRARY_WORDS.search(self.inter.get("exception", "")):
@@ -1472,6 +1473,14 @@ class _Diagnosis:
             where += f" (inside the installed package `{link.raised_in}`)"
         return "UNKNOWN", ["UNKNOWN"], {}, (
             "No known failure signature: " + (line + where if line else "the log has no error line") + ".")
+
+    def _continues_warning(self, match):
+        """The match is on a line that continues a warning printed on the line before it."""
+        start = self.log.rfind("\n", 0, match.start())
+        if start < 0:
+            return False
+        before = self.log[self.log.rfind("\n", 0, start) + 1:start]
+        return bool(re.search(r"\w*Warning: ", before)) and not re.search(r"\w+Error\b", self._line(match))
 
     def _line(self, match):
         start = self.log.rfind("\n", 0, match.start()) + 1

@@ -431,12 +431,16 @@ SIGNATURES = [
     ("NCCL_ERROR", "DISTRIBUTED", re.compile(
         r"NCCL error\b|DistBackendError|ncclUnhandledCudaError|ncclSystemError|ncclInternalError"
         r"|Distributed package doesn't have NCCL built in|Invalid backend: 'nccl'|ncclInvalidUsage|NCCL communicator was aborted"
-        r"|ncclCommInitRank failed|ncclRemoteError|NCCL Error \d|NCCL failure [^\n]*'unhandled system error'|NCCL WARN Call to ibv_create_qp failed"),
+        r"|ncclCommInitRank failed|ncclRemoteError|NCCL Error \d|NCCL failure [^\n]*'unhandled system error'|NCCL WARN Call to ibv_create_qp failed"
+        # NCCL's socket transport losing a peer (a network between nodes that drops or blocks it).
+        r"|NCCL WARN (?:Net|NET/\w+) ?: (?:Call to (?:recv|send|connect)\b[^\n]*failed|socket progress error)"),
      ('nccl', 'distbackenderror')),
     ("DIST_INIT_FAILED", "DISTRIBUTED", re.compile(
         r"MPI support is disabled|Default process group has not been initialized|DistNetworkError"
         r"|connect\(\) timed out\. Original timeout was \d+ ms|RuntimeError: Socket Timeout\b"
         r"|(?:errno: 98 - |os error 98|EADDRINUSE|\[Errno 98\] )Address already in use|Address already in use \(os error 98\)"
+        # torch's own TCPStore/THD words (Python's socket says OSError): the rendezvous port is taken.
+        r"|RuntimeError: Address already in use\b"
         r"|server socket has failed to (?:bind|listen)|RendezvousTimeoutError|RendezvousClosedError"
         r"|The client socket has timed out after|Connection reset by peer[^\n]*(?:TCPStore|c10d)|\bc10d\b[^\n]*(?:failed|timed out)"
         r"|store->get\('\w+'\) got error: Socket Timeout|Timed out initializing process group in store based barrier"

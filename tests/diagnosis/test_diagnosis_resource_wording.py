@@ -64,6 +64,11 @@ CASES = [
      "AttributeError: 'Namespace' object has no attribute 'epochs'\n2022-07-15 16:05:06.789337: W tensorflow/stream_executor/"
      "platform/default/dso_loader.cc:59] Could not load dynamic library 'libcudart.so.10.1'; dlerror: libcudart.so.10.1: "
      "cannot open shared object file: No such file or directory", "CONFIG_INVALID"),
+    # torchvision's warning for its image extension, wrapped onto a second line, is not the cause either.
+    ("/env/lib/python3.9/site-packages/torchvision/io/image.py:13: UserWarning: Failed to load image Python extension: "
+     "libtorch_cuda_cu\n.so: cannot open shared object file: No such file or directory\n  warn(f\"Failed to load image "
+     "Python extension: {e}\")\nTraceback (most recent call last):\n  File \"train.py\", line 81, in <module>\n    "
+     "logger = Logger(config, git_info)\nNameError: name 'git_info' is not defined", "CONFIG_INVALID"),
     # ... but it is when nothing else failed (TensorFlow ran on the CPU).
     ("2021-04-23 23:23:33.996250: W tensorflow/stream_executor/platform/default/dso_loader.cc:55] Could not load dynamic "
      "library 'libcudart.so.10.0'; dlerror: libcudart.so.10.0: cannot open shared object file: No such file or directory",
@@ -75,6 +80,10 @@ CASES = [
     ("torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/3 clients joined.",
      "DISTRIBUTED"),
     ("EI0002: The wait execution of the Notify register times out.", "DISTRIBUTED"),
+    ("RuntimeError: Address already in use at /pytorch/torch/lib/THD/process_group/General.cpp:20", "DISTRIBUTED"),
+    ("worker-3:83:2526 [0] misc/socket.cc:503 NCCL WARN Net : Call to recv from 10.0.0.7<41468> failed : "
+     "Connection reset by peer", "DISTRIBUTED"),
+    ("node1:15:91 [3] transport/net_socket.cc:219 NCCL WARN NET/Socket : socket progress error", "DISTRIBUTED"),
     # Precision first: without the CUDA error NCCL passes on, the cause is not in the log.
     ("RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:33, unhandled cuda error, NCCL version 2.7.8", "UNKNOWN"),
     ("RuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling `cublasGemmEx(h, a, CUDA_R_16F, b)`",
