@@ -40,7 +40,7 @@ _STATE_FRAMES = ("setup_optimizer", "init_weights", ".to(device", "to_empty(", "
 # nothing after them can work. A later exception does not outrank them.
 CAUSE_WARNINGS = ("DRIVER_TOO_OLD", "TORCH_ARCH_UNSUPPORTED")
 # TensorFlow's dynamic loader's warning for a CUDA library it could not open (it then runs on the CPU).
-_TF_DLERROR = re.compile(r"Could not load dynamic library '[^'\n]+'; dlerror:")
+_TF_DLERROR = re.compile(r"Could not load dynamic library '[^'\n]+'; dlerror:|Cannot dlopen some GPU libraries")
 # An exception that is itself about a library or the GPU (then the loader's warning explains it).
 _LIBRARY_WORDS = re.compile(r"ImportError|OSError|shared object|dlerror|\blib\w+\.so|DLL|CUDA|cuda|GPU|device", re.I)
 _GPU_WORDS = re.compile(r"cuda|\bgpu|device|driver|nvidia|\bhip\b|rocm", re.I)
@@ -576,6 +576,11 @@ class _Diagnosis:
                 "The GPU refused a new CUDA context (busy or unavailable): it is in exclusive-process compute mode and "
                 "another process holds it, or it is in a bad state. Check `nvidia-smi` (compute mode, processes), end "
                 "the other process or pick another GPU with CUDA_VISIBLE_DEVICES, or reset the GPU.")
+        if "fp16" in said.lower():
+            return "NO_ACCELERATOR", ["NO_CUDA_DEVICE"], {}, (
+                "fp16 mixed precision was asked for, but torch sees no CUDA device (" + said[:70] + "): a CPU-only "
+                "torch, no NVIDIA driver, or a Mac (MPS). Install a CUDA build of torch on a machine with an NVIDIA "
+                "GPU, or drop fp16 (--fp16 / mixed_precision='fp16') to run on this device.")
         if "machine only has" in said or said.startswith("Invalid CUDA") or "num_gpus" in said:
             # The launcher was asked for GPUs that torch does not see (fewer GPUs than asked for,
             # another index, CUDA_VISIBLE_DEVICES, or a CPU-only torch that sees none).
@@ -952,6 +957,11 @@ class _Diagnosis:
             return "MISSING_DEPENDENCY", ["BUILD_FAILED"], {}, (
                 "torch builds this C++/CUDA extension with ninja, which is not installed: `pip install ninja` "
                 "(in the same environment), then rerun.")
+        if "conflicting dependencies" in said or "ResolutionImpossible" in said:
+            return "MISSING_DEPENDENCY", ["BUILD_FAILED"], {}, (
+                "pip cannot install these versions together (" + said[:100] + "): two pins (or a pin and what "
+                "another package requires) conflict, e.g. a torchvision/torchaudio built for another torch. Pin "
+                "versions that go together (torch's matching torchvision), or loosen the pin the error names.")
         if "distribution" in said or "satisfies the requirement" in said:
             return "MISSING_DEPENDENCY", ["BUILD_FAILED"], {}, (
                 "pip found no build of a package for this Python and platform (" + said[:100] + "): the pinned "
@@ -985,7 +995,7 @@ class _Diagnosis:
                 "The CUDA extension did not build: the host compiler is newer than this nvcc accepts (" + said[:80] +
                 "). Build with an older gcc/g++ (e.g. `CC=gcc-11 CXX=g++-11`, or update-alternatives), or install "
                 "a newer CUDA toolkit that supports this compiler.")
-        if "architecture" in lowered:
+        if "architecture" in lowered or "gpu-name" in lowered:
             return "MISSING_DEPENDENCY", ["BUILD_TOOLCHAIN"], {}, (
                 "The CUDA extension did not build: this nvcc is older than the GPU (" + said[:60] + "). Install a "
                 "newer CUDA toolkit (sm_89 needs 11.8, sm_90 12.0, sm_120 12.8), or build for an architecture this "

@@ -84,6 +84,28 @@ CASES = [
     ("worker-3:83:2526 [0] misc/socket.cc:503 NCCL WARN Net : Call to recv from 10.0.0.7<41468> failed : "
      "Connection reset by peer", "DISTRIBUTED"),
     ("node1:15:91 [3] transport/net_socket.cc:219 NCCL WARN NET/Socket : socket progress error", "DISTRIBUTED"),
+    # More runtimes' words for a known cause (no corpus log yet; written from the libraries' messages).
+    ("Some of your processes may have been killed by the cgroup out-of-memory handler.", "OOM"),
+    ("ValueError: fp16 mixed precision requires a GPU (not 'mps').", "NO_ACCELERATOR"),
+    ("ValueError: FP16 Mixed precision training with AMP or APEX (`--fp16`) and FP16 half precision evaluation "
+     "(`--fp16_full_eval`) can only be used on CUDA or MLU devices or NPU devices", "NO_ACCELERATOR"),
+    ("RuntimeError: cuda runtime error (30) : unknown error at /pytorch/aten/src/THC/THCGeneral.cpp:51", "NO_ACCELERATOR"),
+    ("torch.cuda.is_available() returned False", "NO_ACCELERATOR"),
+    ("subprocess.CalledProcessError: Command '['/usr/bin/gcc', '/tmp/tmpab/main.c', '-O3', '-shared', '-fPIC', '-o', "
+     "'/tmp/tmpab/cuda_utils.so', '-lcuda']' returned non-zero exit status 1.", "COMPILE_FAILURE"),
+    ("torch._inductor.exc.InductorError: RuntimeError: Compiler: cl is not found.", "COMPILE_FAILURE"),
+    ("NotImplementedError: Could not run 'aten::_upsample_bilinear2d_aa.out' with arguments from the 'MPS' backend.",
+     "GPU_UNSUPPORTED"),
+    ("RuntimeError: CUDA error: invalid device function", "GPU_UNSUPPORTED"),
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_ARCH_MISMATCH when calling `cublasLtMatmul(...)`", "GPU_UNSUPPORTED"),
+    ("ptxas fatal   : Value 'sm_90a' is not defined for option 'gpu-name'", "MISSING_DEPENDENCY"),
+    ("ERROR: Cannot install torch==2.1.0 and torchvision==0.17.0 because these package versions have conflicting "
+     "dependencies.", "MISSING_DEPENDENCY"),
+    ("ValueError: numpy.dtype size changed, may indicate binary incompatibility. Expected 96 from C header, got 88 "
+     "from PyObject", "MISSING_DEPENDENCY"),
+    ("RuntimeError: cuDNN error: CUDNN_STATUS_VERSION_MISMATCH", "MISSING_DEPENDENCY"),
+    # ... and what stays UNKNOWN: an op that needs CUDA from a CPU-only build is not read as MPS.
+    ("NotImplementedError: Could not run 'aten::empty_strided' with arguments from the 'CUDA' backend.", "UNKNOWN"),
     # Precision first: without the CUDA error NCCL passes on, the cause is not in the log.
     ("RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:33, unhandled cuda error, NCCL version 2.7.8", "UNKNOWN"),
     ("RuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling `cublasGemmEx(h, a, CUDA_R_16F, b)`",
