@@ -39,6 +39,10 @@ _STATE_FRAMES = ("setup_optimizer", "init_weights", ".to(device", "to_empty(", "
 # Warnings that are themselves the cause: the run goes on (on the CPU, or to a later error) but
 # nothing after them can work. A later exception does not outrank them.
 CAUSE_WARNINGS = ("DRIVER_TOO_OLD", "TORCH_ARCH_UNSUPPORTED")
+# TensorFlow's dynamic loader's warning for a CUDA library it could not open (it then runs on the CPU).
+_TF_DLERROR = re.compile(r"Could not load dynamic library '[^'\n]+'; dlerror:|Cannot dlopen some GPU libraries")
+# An exception that is itself about a library or the GPU (then the loader's warning explains it).
+_LIBRARY_WORDS = re.compile(r"ImportError|OSError|shared object|dlerror|\blib\w+\.so|DLL|CUDA|cuda|GPU|device", re.I)
 _GPU_WORDS = re.compile(r"cuda|\bgpu|device|driver|nvidia|\bhip\b|rocm", re.I)
 _RANK_PREFIX = re.compile(r"\[(?:rank|default)(\d+)\]:")
 _ANY_RANK = re.compile(r"\[(?:rank|default)(\d+)\]:|\bRank (\d+)\]")
@@ -572,6 +576,19 @@ class _Diagnosis:
                 "The GPU refused a new CUDA context (busy or unavailable): it is in exclusive-process compute mode and "
                 "another process holds it, or it is in a bad state. Check `nvidia-smi` (compute mode, processes), end "
                 "the other process or pick another GPU with CUDA_VISIBLE_DEVICES, or reset the GPU.")
+        if "fp16" in said.lower():
+            return "NO_ACCELERATOR", ["NO_CUDA_DEVICE"], {}, (
+                "fp16 mixed precision was asked for, but torch sees no CUDA device (" + said[:70] + "): a CPU-only "
+                "torch, no NVIDIA driver, or a Mac (MPS). Install a CUDA build of torch on a machine with an NVIDIA "
+                "GPU, or drop fp16 (--fp16 / mixed_precision='fp16') to run on this device.")
+        if "machine only has" in said or said.startswith("Invalid CUDA") or "num_gpus" in said:
+            # The launcher was asked for GPUs that torch does not see (fewer GPUs than asked for,
+            # another index, CUDA_VISIBLE_DEVICES, or a CPU-only torch that sees none).
+            return "NO_ACCELERATOR", ["NO_CUDA_DEVICE"], {}, (
+                "The run asked for GPUs that torch does not see (" + said[:80] + "): it named more GPUs or another "
+                "index than this machine has, CUDA_VISIBLE_DEVICES hides them, or torch is a CPU-only build that sees "
+                "none. Check `python -c 'import torch; print(torch.cuda.is_available(), torch.cuda.device_count())'`, "
+                "then ask for the GPUs that exist (devices=1 / --device 0) or install a CUDA build of torch.")
         if "MPS" in said:
             return "NO_ACCELERATOR", ["NO_CUDA_DEVICE"], {}, (
                 "The MPS backend is not available (" + said[:80] + "): macOS older than 12.3, a torch built without MPS, "
@@ -807,6 +824,15 @@ class _Diagnosis:
         if re.search(r"WinError 1455|paging file is too small", self._line(match)):
             # Windows could not map a DLL of torch: its virtual memory (RAM + paging file) is exhausted.
             return self._host_oom(match)
+        if _TF_DLERROR.search(self._line(match)) or self._continues_warning(match):
+            # TensorFlow's loader warns when it cannot open a CUDA library and goes on without the GPU
+            # (imported only for TensorBoard, say), torchvision when its image extension does not load
+            # (its warning wrapped onto the next line): a Python exception of another kind decides.
+            before = len(self.decided_by)
+            raised = self._from_exception()
+            if raised and raised[0] != "UNKNOWN" and not _LIBRARY_WORDS.search(self.inter.get("exception", "")):
+                return raised
+            del self.decided_by[before:]
         return "MISSING_DEPENDENCY", ["BINARY_MISMATCH"], {}, (
             "A compiled extension does not match what is installed (" + match.group(0)[:100] + "): it was "
             "built for another torch/CUDA, or the CUDA toolkit it needs is absent. Reinstall that package "
@@ -899,6 +925,12 @@ class _Diagnosis:
             "(`docker run --shm-size=8g`) or use fewer DataLoader workers (num_workers=0).")
 
     def _fp16_weights_scaled(self, match):
+        if "BFloat16" in match.group(0):
+            return "CONFIG_INVALID", ["FP16_WEIGHTS_SCALED"], {}, (
+                "fp16 mixed precision's gradient scaler was given bfloat16 gradients (" + match.group(0)[:90] + "): the "
+                "model was loaded in bfloat16 while fp16 AMP (GradScaler) is on, and the scaler has no bfloat16 kernel. "
+                "Train in bfloat16 without the scaler (bf16=True, fp16=False) where the GPU supports it (Ampere or "
+                "newer), or load the trainable weights in float32 for fp16 AMP (V100, T4).")
         return "CONFIG_INVALID", ["FP16_WEIGHTS_SCALED"], {}, (
             "AMP's gradient scaler was given parameters stored in float16 (Attempting to unscale FP16 gradients): "
             "mixed precision keeps the trainable weights in float32 and only computes in float16. Load or cast the "
@@ -933,6 +965,11 @@ class _Diagnosis:
             return "MISSING_DEPENDENCY", ["BUILD_FAILED"], {}, (
                 "torch builds this C++/CUDA extension with ninja, which is not installed: `pip install ninja` "
                 "(in the same environment), then rerun.")
+        if "conflicting dependencies" in said or "ResolutionImpossible" in said:
+            return "MISSING_DEPENDENCY", ["BUILD_FAILED"], {}, (
+                "pip cannot install these versions together (" + said[:100] + "): two pins (or a pin and what "
+                "another package requires) conflict, e.g. a torchvision/torchaudio built for another torch. Pin "
+                "versions that go together (torch's matching torchvision), or loosen the pin the error names.")
         if "distribution" in said or "satisfies the requirement" in said:
             return "MISSING_DEPENDENCY", ["BUILD_FAILED"], {}, (
                 "pip found no build of a package for this Python and platform (" + said[:100] + "): the pinned "
@@ -985,7 +1022,7 @@ class _Diagnosis:
                 "The CUDA extension did not build: the host compiler is newer than this nvcc accepts (" + said[:80] +
                 "). Build with an older gcc/g++ (e.g. `CC=gcc-11 CXX=g++-11`, or update-alternatives), or install "
                 "a newer CUDA toolkit that supports this compiler.")
-        if "architecture" in lowered:
+        if "architecture" in lowered or "gpu-name" in lowered:
             return "MISSING_DEPENDENCY", ["BUILD_TOOLCHAIN"], {}, (
                 "The CUDA extension did not build: this nvcc is older than the GPU (" + said[:60] + "). Install a "
                 "newer CUDA toolkit (sm_89 needs 11.8, sm_90 12.0, sm_120 12.8), or build for an architecture this "
@@ -1537,6 +1574,14 @@ class _Diagnosis:
             where += f" (inside the installed package `{link.raised_in}`)"
         return "UNKNOWN", ["UNKNOWN"], {}, (
             "No known failure signature: " + (line + where if line else "the log has no error line") + ".")
+
+    def _continues_warning(self, match):
+        """The match is on a line that continues a warning printed on the line before it."""
+        start = self.log.rfind("\n", 0, match.start())
+        if start < 0:
+            return False
+        before = self.log[self.log.rfind("\n", 0, start) + 1:start]
+        return bool(re.search(r"\w*Warning: ", before)) and not re.search(r"\w+Error\b", self._line(match))
 
     def _line(self, match):
         start = self.log.rfind("\n", 0, match.start()) + 1

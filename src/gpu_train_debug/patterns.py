@@ -71,11 +71,13 @@ SIGNATURES = [
     ("GPU_TOO_OLD", "GPU_UNSUPPORTED", re.compile(
         r"GPUs? with compute capability (?:below|lower than|less than|< ?)\s*\d+(?:\.\d+)? (?:are|is) not supported"
         r"|(?:CUDA capability|compute capability) [\d.]+ (?:is )?(?:not supported|too old)|GPU is too old"
-        r"|no longer supports this GPU because it is too old|minimum cuda capability (?:supported by this library )?is", _I),
-     ('not supported', 'too old', 'minimum cuda capability')),
+        r"|no longer supports this GPU because it is too old|minimum cuda capability (?:supported by this library )?is"
+        # cuBLAS/cuDNN asked for a feature this GPU's architecture lacks.
+        r"|CUBLAS_STATUS_ARCH_MISMATCH|CUDNN_STATUS_ARCH_MISMATCH", _I),
+     ('not supported', 'too old', 'minimum cuda capability', 'status_arch_mismatch')),
     ("TORCH_ARCH_UNSUPPORTED", "GPU_UNSUPPORTED", re.compile(
         r"with CUDA capabilit(?:y|ies) sm_\d+ is not compatible with the current PyTorch installation"
-        r"|no kernel image is available for execution on the device|HIP error: invalid device function"
+        r"|no kernel image is available for execution on the device|(?:HIP|CUDA) error: invalid device function"
         r"|hipErrorInvalidDeviceFunction|HSA_STATUS_ERROR_INVALID_ISA|hipErrorNoBinaryForGpu"
         r"|Unable to find code object for all current devices|rocBLAS error: Cannot read [^\n]*TensileLibrary"
         r"|cudaErrorNoKernelImageForDevice|CUDA_ERROR_NO_BINARY_FOR_GPU", _I),
@@ -87,13 +89,17 @@ SIGNATURES = [
         r"is not current(?:ly)? implemented for the (MPS|XPU|HPU|Meta) device|not currently supported on the (MPS) backend"
         r"|No operator found for `?\w+`?|\b(MPS) does not support \w+"
         # A runtime that says its device lacks the feature asked of it (Intel's XPU memory query).
-        r"|The device \([^)\n]+\) (?:doesn't|does not) support \w+", _I),
+        r"|The device \((?:[^()\n]|\([^()\n]*\))+\) (?:doesn't|does not) support \w+"
+        r"|Could not run 'aten::[\w.]+' with arguments from the '(MPS)' backend", _I),
      ('implemented for the', 'not currently supported on the', 'no operator found for', 'mps does not support',
-      "doesn't support", 'does not support')),
+      "doesn't support", 'does not support', "with arguments from the 'mps' backend")),
     # A CPU kernel without a half-precision version: fp16/bf16 weights run on the CPU.
     # AMP's GradScaler was given fp16 parameters: it keeps fp32 master weights and refuses them.
-    ("FP16_WEIGHTS_SCALED", "CONFIG_INVALID", re.compile(r"Attempting to unscale FP16 gradients"),
-     ('attempting to unscale fp16',)),
+    # Its CUDA kernel has no bfloat16 version: bf16 weights (gradients) under fp16 AMP's scaler.
+    ("FP16_WEIGHTS_SCALED", "CONFIG_INVALID", re.compile(
+        r"Attempting to unscale FP16 gradients"
+        r"|_amp_foreach_non_finite_check_and_unscale_cuda\W{0,3} not implemented for \W{0,2}(?:BFloat16|Half)\b"),
+     ('attempting to unscale fp16', 'non_finite_check_and_unscale_cuda')),
     ("HALF_ON_CPU", "DTYPE_UNSUPPORTED", re.compile(
         r"\"\w+_cpu_?\" not implemented for '(?:Half|BFloat16)'|not implemented for 'Half'"),
      ("not implemented for 'half'", "not implemented for 'bfloat16'")),
@@ -126,11 +132,11 @@ SIGNATURES = [
       'compatnotsupported', 'built for nvidia driver release', 'unsupported display driver', 'insufficientdriver',
       'insufficient_driver', 'unsupported toolchain', 'unsupported_ptx')),
     ("NO_CUDA_DEVICE", "NO_ACCELERATOR", re.compile(
-        r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available"
+        r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No (?:CUDA|HIP) GPUs are available"
         r"|no CUDA-capable device is detected|invalid device ordinal|CUDA unavailable, invalid device"
         r"|The NVIDIA Driver was not detected|CUDA unknown error - this may be due to an incorrectly set up environment"
         # Lightning when torch sees no GPU; CUDA's error 999 (unknown) when the driver cannot start it.
-        r"|GPUAccelerator can not run on your system since the accelerator is not available|No supported gpu backend found"
+        r"|(?:GPU|CUDA|MPS)Accelerator`? can not run on your system since the accelerator is not available|No supported gpu backend found"
         r"|cuda runtime error \(999\) : unknown error"
         # The driver cannot be reached or reports no device (nvidia-smi, the driver API, TensorFlow's cuInit).
         r"|NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver|CUDA_ERROR_NO_DEVICE"
@@ -138,14 +144,25 @@ SIGNATURES = [
         r"|CUDA-capable device\(s\) is/are busy or unavailable|cudaErrorDevicesUnavailable|Driver/library version mismatch"
         r"|CUDA driver initialization failed|ProcessGroupNCCL is only supported with GPUs, no GPUs found"
         r"|Unexpected error from cudaGetDeviceCount\(\)|cudaErrorSystemNotReady"
+        # A launcher asked for GPUs torch does not see: Lightning's `You requested gpu: [0, 1]` /
+        # ` But your machine only has: [0]`, ultralytics' `Invalid CUDA '--device 0' requested`.
+        r"|But your machine only has:? ?\[[\d, ]*\]|Invalid CUDA '(?:--)?device[= ]?[^'\n]*' requested"
+        # torch's lazy CUDA init given a device index past the GPUs it sees.
+        r"|device >= 0 && device < num_gpus INTERNAL ASSERT FAILED"
+        # fp16 mixed precision asked of accelerate / the HF Trainer where torch sees no CUDA device;
+        # old torch's CUDA initialisation failing with error 30 (unknown).
+        r"|fp16 mixed precision requires a GPU|\(`--fp16_full_eval`\) can only be used on CUDA"
+        r"|cuda runtime error \(30\) : unknown error at [^\n]*THCGeneral"
         r"|MPS backend is not available|MPS not available because|The MPS backend is supported on MacOS"
-        r"|(?<!device but torch\.)cuda\.is_available\(\)\W{0,3}(?:returns?|is|gives|=+|:)?\s*False"),
+        r"|(?<!device but torch\.)cuda\.is_available\(\)\W{0,3}(?:returns?|returned|is|gives|=+|:)?\s*False"),
      ('busy or unavailable', 'devicesunavailable', 'driver/library version mismatch', 'driver initialization failed',
       'no gpus found', 'cudagetdevicecount', 'systemnotready', 'mps backend is not available', 'mps not available',
       'mps backend is supported', 'is_available()',
       "couldn't communicate with the nvidia driver", 'cuda_error_no_device', 'cudaerrornodevice', 'failed call to cuinit',
       'gpuaccelerator can not run', 'no supported gpu backend', 'runtime error (999)', 'not compiled with cuda', 'no nvidia driver', 'no cuda gpus', 'no cuda-capable', 'invalid device ordinal',
-      'cuda unavailable', 'driver was not detected', 'cuda unknown error')),
+      'cuda unavailable', 'driver was not detected', 'cuda unknown error', 'your machine only has', "invalid cuda '",
+      'no hip gpus', 'accelerator` can not run', 'device < num_gpus', 'mixed precision requires a gpu',
+      'can only be used on cuda', 'runtime error (30)')),
     # The build of a CUDA extension stopped on the toolchain: the host compiler is newer than nvcc
     # accepts, nvcc is older than the GPU, or the local toolkit is not the CUDA torch was built with.
     # A build failure comes before the missing module or undefined symbol it leaves behind.
@@ -155,32 +172,39 @@ SIGNATURES = [
         r"|The detected CUDA version \([\d.]+\) mismatches the version that was used to compile"
         r"|CUDAMismatchException|Installed CUDA version [\d.]+ does not match the version torch was compiled with"
         r"|Cuda extensions are being compiled with a version of Cuda that does not match the version used to compile Pytorch"
-        r"|fatal error: (?:cuda\w*|cublas\w*|cusparse\w*|cudnn\w*|curand\w*|nccl)\.h: No such file or directory", _I),
+        r"|fatal error: (?:cuda\w*|cublas\w*|cusparse\w*|cudnn\w*|curand\w*|nccl)\.h: No such file or directory"
+        r"|ptxas fatal\s*: Value 'sm_\d+a?' is not defined for option 'gpu-name'", _I),
      ('unsupported gnu version', 'unsupported microsoft visual studio', 'unsupported gpu architecture',
       'the detected cuda version', '.h: no such file', 'cudamismatchexception', 'installed cuda version',
-      'cuda extensions are being compiled')),
+      'cuda extensions are being compiled', 'ptxas fatal')),
     # An extension or wheel that did not build, or pip that found no build for this Python/platform.
     ("BUILD_FAILED", "MISSING_DEPENDENCY", re.compile(
-        r"Error (?:building|compiling objects for) extension '?[\w.-]+|Failed building wheel for [\w.-]+"
+        r"Error building extension '?[\w.-]+|Error compiling objects for extension\b|Failed building wheel for [\w.-]+"
         r"|Could not build wheels for [\w.-]+|^(?:ERROR: )?Failed to build (?:installable wheels|[\w.-]+[^\S\n]*$)"
         r"|No matching distribution found for \S+|Could not find a version that satisfies the requirement \S+"
         r"|\d+ errors? detected in the compilation of|Ninja is required to load C\+\+ extensions"
         # setuptools' words when the compiler or linker it ran failed, the linker's own, and pip's
         # when a package's build step failed (the compiler error above it is the cause).
-        r"|error: command '[^'\n]*?\b(?:nvcc|hipcc|gcc|g\+\+|c\+\+|cc|clang\+*|cl|link|ninja|x86_64-linux-gnu-g(?:cc|\+\+))(?:\.exe)?'"
+        r"|error:? command ['\"“‘][^'\"“”‘’\n]*?\b(?:nvcc|hipcc|gcc|g\+\+|c\+\+|cc|clang\+*|cl|link|ninja|x86_64-linux-gnu-g(?:cc|\+\+))(?:\.exe)?['\"”’]"
         r" failed with exit (?:status|code)[\W_]{0,3}\d+|\bld(?:\.\w+)?: cannot find -l\w+|collect2: error: ld returned \d+ exit status"
         r"|error: subprocess-exited-with-error|error: metadata-generation-failed"
+        r"|because these package versions have conflicting dependencies|\bResolutionImpossible\b"
         r"|(?:python setup\.py \w+|Getting requirements to build wheel|Building wheel for \S+(?: \([\w.]+\))?) did not run successfully", _I | _M),
      ('error building extension', 'error compiling objects for extension', 'failed building wheel',
       'could not build wheels', 'failed to build', 'no matching distribution', 'could not find a version',
-      'detected in the compilation of', 'ninja is required', "' failed with exit", 'cannot find -l', 'ld returned',
-      'subprocess-exited-with-error', 'metadata-generation-failed', 'did not run successfully')),
+      'detected in the compilation of', 'ninja is required', "' failed with exit", '" failed with exit',
+      '” failed with exit', '’ failed with exit', 'cannot find -l', 'ld returned',
+      'subprocess-exited-with-error', 'metadata-generation-failed', 'did not run successfully',
+      'conflicting dependencies', 'resolutionimpossible')),
     ("MISSING_PACKAGE", "MISSING_DEPENDENCY", re.compile(
         r"ModuleNotFoundError: No module named '([\w.]+)'|ImportError: No module named ([\w.]+)"
         r"|\bpython[\d.]*: No module named ([\w.]+)|(?m:^)\s*No module named '([\w.]+)'"
         # transformers' words for an optional backend it needs (sentencepiece, protobuf, ...).
-        r"|requires the (\w+) library but it was not found in your environment|You need to have (\w+) installed"),
-     ('no module named', 'library but it was not found', 'you need to have')),
+        r"|requires the (\w+) library but it was not found in your environment|You need to have (\w+) installed"
+        # importlib/pkg_resources asked for the version of a package that is not installed.
+        r"|PackageNotFoundError: No package metadata was found for ([\w.-]+)|DistributionNotFound: The '([\w.-]+)[^'\n]*' distribution was not found"),
+     ('no module named', 'library but it was not found', 'you need to have', 'no package metadata was found',
+      'distributionnotfound')),
     # The installed torch predates an API the code calls (torch.compile is 2.0, torch.compiler 2.1).
     ("TORCH_TOO_OLD", "MISSING_DEPENDENCY", re.compile(
         r"module 'torch(?:\.[\w.]+)?' has no attribute '(\w+)'|requires PyTorch (?:version )?([\d.]+) or (?:higher|newer|later)"
@@ -236,8 +260,8 @@ SIGNATURES = [
     # what fails after it).
     ("NUMPY2_ABI", "MISSING_DEPENDENCY", re.compile(
         r"A module that was compiled using NumPy 1\.x cannot be run in|_ARRAY_API not found"
-        r"|RuntimeError: Numpy is not available"),
-     ('compiled using numpy', '_array_api not found', 'numpy is not available')),
+        r"|RuntimeError: Numpy is not available|numpy\.dtype size changed, may indicate binary incompatibility"),
+     ('compiled using numpy', '_array_api not found', 'numpy is not available', 'dtype size changed')),
     # The CPU lacks an instruction set the binary was built for (AVX/AVX2): SIGILL.
     ("CPU_ISA_UNSUPPORTED", "MISSING_DEPENDENCY", re.compile(
         r"Illegal instruction(?: \(core dumped\))?\s*$|signal 4 \(SIGILL\)|\bSIGILL\b", _M),
@@ -263,11 +287,14 @@ SIGNATURES = [
         r"|Symbol not found: \S+|\[WinError 126\]|Error loading \"[^\"\n]+\.dll\" or one of its dependencies"
         r"|No such file or directory: '[^'\n]*[/\\]nvcc(?:\.exe)?'"
         r"|Could not run '(?!aten::)\w+::\w+' with arguments from the '(?:CUDA|HIP|XPU|MPS)' backend"
-        r"|libcuda\.so cannot found|bitsandbytes was compiled without GPU support|has no attribute 'cadam32bit_grad_fp32'", _I),
+        # torch finds a cuDNN other than the one it was built with (LD_LIBRARY_PATH, a system cuDNN).
+        r"|cuDNN version incompatibility: PyTorch was compiled\s+against|CUDNN_STATUS_VERSION_MISMATCH"
+        r"|Cannot dlopen some GPU libraries|libcuda\.so cannot found|bitsandbytes was compiled without GPU support|has no attribute 'cadam32bit_grad_fp32'", _I),
      ('undefined symbol', 'cannot open shared object', 'dll load failed', 'cuda_home', 'no cuda runtime',
       'missingcudaexception', 'cannot read file data', 'invalid elf header', 'file too short', 'wrong elf class',
       'symbol not found', 'winerror 126', '.dll" or one of its dependencies', 'could not run',
-      'libcuda.so cannot found', 'compiled without gpu support', 'cadam32bit',
+      'libcuda.so cannot found', 'compiled without gpu support', 'cadam32bit', 'cudnn version incompatibility',
+      'status_version_mismatch', 'cannot dlopen some gpu libraries',
       'visual c++', 'nvcc', 'version `', 'compiled with different cuda', 'torchvision::', 'cuda setup')),
     # The shell could not start a command (exit 127): bash's `foo: command not found`, dash's
     # `sh: 1: foo: not found`, `bash: ./run.sh: No such file or directory`, a Chinese locale's
@@ -288,10 +315,12 @@ SIGNATURES = [
         r"|BackendCompilerFailed|InductorError|torch\._dynamo\.exc\.\w+|InvalidCxxCompiler"
         r"|CppCompileError|not yet supported for torch\.compile|LLVM ERROR|[/\\]\.triton[/\\]llvm[/\\]"
         r"|triton\.compiler\.errors\.\w+|CompilationError: at \d+:\d+|Failed to find C compiler"
-        r"|Python\.h: No such file or directory|Command '\['which', 'c\+\+'\]' returned non-zero"),
+        r"|Python\.h: No such file or directory|Command '\['which', 'c\+\+'\]' returned non-zero"
+        # Inductor on Windows without MSVC; Triton compiling its CUDA driver stub (main.c) with gcc.
+        r"|Compiler: cl is not found|Command '\['[^'\n]*\b(?:gcc|cc|clang)(?:\.exe)?', '[^'\n]*[/\\]main\.c'"),
      ('torch.compile', 'triton installation', 'backendcompilerfailed', 'inductorerror', 'torch._dynamo.exc',
       'invalidcxxcompiler', 'cppcompileerror', 'llvm error', '.triton', 'compilationerror', 'c compiler',
-      'python.h', "'which', 'c++'")),
+      'python.h', "'which', 'c++'", 'compiler: cl is not found', "main.c'")),
     # /dev/shm ran out (Docker gives a container 64 MB): DataLoader workers pass batches through
     # it (`/torch_<pid>_...` files), NCCL puts its intra-node buffers there (`nccl-shm`). Both
     # report the kernel's ENOSPC, "No space left on device", which is why this comes before DISK_FULL.
@@ -407,22 +436,27 @@ SIGNATURES = [
         # People telling it: "ran out of RAM", "the training process was killed" (the OOM killer's SIGKILL).
         r"|\bout of (?:RAM|system memory|host memory|CPU memory)\b"
         r"|\bprocess (?:was|is|got|gets|will be|has been|being) killed\b"
-        r"|\[WinError 1455\]|paging file is too small|\boom[_ ]kill event|\bOOM Killed\b", _I | _M),
+        r"|\[WinError 1455\]|paging file is too small|\boom[_ ]kill event|\bOOM Killed\b"
+        r"|killed by the cgroup out-of-memory handler", _I | _M),
      ('memory pressure', 'running low on memory', 'return code = -9', 'exitcode', 'signal 9', '137', 'killed', 'out of memory: kill', 'oom-kill',
       'cannot allocate memory', 'defaultcpuallocator', 'for an array', 'bad_alloc', 'memoryerror', 'out of ram',
-      'winerror 1455', 'paging file', 'oom_kill', 'oom kill')),
+      'winerror 1455', 'paging file', 'oom_kill', 'oom kill', 'cgroup out-of-memory')),
     ("NCCL_TIMEOUT", "DISTRIBUTED", re.compile(
         r"Watchdog caught collective"),
      ('watchdog caught',)),
     ("NCCL_ERROR", "DISTRIBUTED", re.compile(
         r"NCCL error\b|DistBackendError|ncclUnhandledCudaError|ncclSystemError|ncclInternalError"
-        r"|Distributed package doesn't have NCCL built in|ncclInvalidUsage|NCCL communicator was aborted"
-        r"|ncclCommInitRank failed|ncclRemoteError|NCCL Error \d|NCCL failure [^\n]*'unhandled system error'|NCCL WARN Call to ibv_create_qp failed"),
+        r"|Distributed package doesn't have NCCL built in|Invalid backend: 'nccl'|ncclInvalidUsage|NCCL communicator was aborted"
+        r"|ncclCommInitRank failed|ncclRemoteError|NCCL Error \d|NCCL failure [^\n]*'unhandled system error'|NCCL WARN Call to ibv_create_qp failed"
+        # NCCL's socket transport losing a peer (a network between nodes that drops or blocks it).
+        r"|NCCL WARN (?:Net|NET/\w+) ?: (?:Call to (?:recv|send|connect)\b[^\n]*failed|socket progress error)"),
      ('nccl', 'distbackenderror')),
     ("DIST_INIT_FAILED", "DISTRIBUTED", re.compile(
         r"MPI support is disabled|Default process group has not been initialized|DistNetworkError"
         r"|connect\(\) timed out\. Original timeout was \d+ ms|RuntimeError: Socket Timeout\b"
         r"|(?:errno: 98 - |os error 98|EADDRINUSE|\[Errno 98\] )Address already in use|Address already in use \(os error 98\)"
+        # torch's own TCPStore/THD words (Python's socket says OSError): the rendezvous port is taken.
+        r"|RuntimeError: Address already in use\b"
         r"|server socket has failed to (?:bind|listen)|RendezvousTimeoutError|RendezvousClosedError"
         r"|The client socket has timed out after|Connection reset by peer[^\n]*(?:TCPStore|c10d)|\bc10d\b[^\n]*(?:failed|timed out)"
         r"|store->get\('\w+'\) got error: Socket Timeout|Timed out initializing process group in store based barrier"
