@@ -58,6 +58,9 @@ def excerpt(log_text):
     return log_text[:EXCERPT_HEAD] + "\n[... middle of the log skipped ...]\n" + log_text[-EXCERPT_TAIL:]
 
 
+_INSTALLED = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
+
+
 def diagnose(log_text, config=None, profile=None):
     raw = excerpt(log_text or "")
     # The benchmark's own reason line, read before normalising (which could join one out of split text).
@@ -1167,6 +1170,11 @@ class _Diagnosis:
             return "DATA", ["FILE_MISSING"], {}, (
                 f"A file the run reads is missing: {raised.text()}{where}. Create or download it, or fix "
                 f"its path (relative paths depend on the working directory).")
+        if name == "ImportError" and raised.file and not _INSTALLED.search(raised.file) \
+                and re.match(r"\s*from \.+ import ", _statement_before(self.log, raised.start) or ""):
+            # A relative import in the project's own tree: a script run as a file instead of as a
+            # module (`python -m pkg.train`) fails the same way; no release says which.
+            return None
         if name == "ImportError":
             return "MISSING_DEPENDENCY", ["PACKAGE_VERSION"], {}, (
                 f"{raised.text()}{where}: an installed package is a different version than the code "
@@ -1184,6 +1192,7 @@ class _Diagnosis:
                      lambda: fallbacks.dataset_build(names, raised.message, link,
                                                      self.log[max(0, raised.start - 4000):raised.start + 300]),
                      lambda: fallbacks.json_decode(raised, own[3] if own and own[3] else statement),
+                     lambda: fallbacks.library_class_attribute(raised),
                      lambda: fallbacks.library_attribute(raised, link),
                      lambda: fallbacks.config_library(raised),
                      lambda: fallbacks.exception_class(raised),
