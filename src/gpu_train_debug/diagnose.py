@@ -598,6 +598,15 @@ class _Diagnosis:
         elif package == "triton":
             fix = self._set("COMPILE", False)
         hint = "; or avoid it with the fix" if fix else ""
+        module = next((g for g in match.groups() if g), "")
+        if not fix and "." in module:
+            # `a.b` missing while `a` imported: the installed `a` is a release without that submodule
+            # (torch._six, peft.utils.config, colossalai.legacy), not a package to install.
+            self.inter["fix_step"] = f"the `{package}` release the project pins"
+            return "MISSING_DEPENDENCY", ["PACKAGE_VERSION"], fix, (
+                f"The installed `{package}` has no module `{module}`: it was moved, renamed or removed between "
+                f"releases (or added in a newer one). Install the `{package}` version the project pins (its "
+                f"requirements or lock file), or change the import to where the installed release keeps it.")
         if not fix:
             self.inter["fix_step"] = "`uv sync` in the research repo (not `uv add`), then the same run again"
         # `uv sync` installs what the repo's pyproject.toml lists (the ML template lists torch and

@@ -83,3 +83,11 @@ def test_dev23_no_family_without_the_shape(log):
     assert result["family"] == "UNKNOWN" or result["codes"] != ["CODE_ERROR"], result["explanation"]
     if "from . import" in log:
         assert result["family"] == "UNKNOWN", result["explanation"]
+
+
+def test_a_missing_submodule_is_a_release_not_a_package():
+    # `a.b` missing while `a` imports: torch._six, peft.utils.config, colossalai.legacy moved between releases.
+    dotted = diagnose("ModuleNotFoundError: No module named 'torch._six'\n", None, {"status": "crash"})
+    plain = diagnose("ModuleNotFoundError: No module named 'peft'\n", None, {"status": "crash"})
+    assert (dotted["family"], dotted["codes"]) == ("MISSING_DEPENDENCY", ["PACKAGE_VERSION"])
+    assert (plain["family"], plain["codes"]) == ("MISSING_DEPENDENCY", ["MISSING_PACKAGE"])
