@@ -1141,6 +1141,27 @@ class _Diagnosis:
                 "(nvcc) that does not match torch's CUDA or the GPU, or a host compiler nvcc does not accept. "
                 "Install a prebuilt wheel for this torch/CUDA/Python if one exists, or the matching toolkit "
                 "(CUDA_HOME), then rebuild.")
+        if name == "TypeError" and re.match(r"forward\(\) missing \d+ required positional arguments?", raised.message):
+            # A module called with fewer inputs than its forward takes. Called by the project's own code,
+            # that call is the code's mistake; called from inside a library, no release says whose.
+            callers = [f for f in (link.frames if link else []) if not re.search(r"torch[/\\]nn[/\\](?:modules|parallel)[/\\]", f.file or "")]
+            if any(f.library not in (None, "python") for f in callers):
+                return None
+            self.decided_by.append({"line": raised.text()[:200], "why": "the project's code called a module without an input its forward takes"})
+            return "CONFIG_INVALID", ["CODE_ERROR"], {}, (
+                f"{raised.text()[:160]}{where}: a module was called with fewer inputs than its forward() takes: "
+                "the call in the project's code does not match the model's signature (an argument left out, or "
+                "a model/config of another variant than the training script expects). Pass the inputs the "
+                "forward() names, or build the model variant the script was written for.")
+        if name == "KeyError" and _ANNOTATION_READER.search(raised.function or ""):
+            # A loader of annotation files (mmdetection's load_annotations, _parse_ann_info, ...) looked up a
+            # field the file does not have: the dataset's format, wherever the loader's code lives.
+            self.decided_by.append({"line": raised.text()[:200], "why": "raised while annotations were read"})
+            return "DATA", ["DATASET_KEY"], {}, (
+                f"{raised.text()[:160]}{where}: the annotation file has no such field where the loader reads it "
+                "(a custom dataset converted to another layout: COCO images without `file_name`, records "
+                "without the keys the loader expects). Convert the annotations to the format the project "
+                "documents, or point the config at the split that carries them.")
         if name in ("KeyError", "IndexError") and _through_dataset(link, raised):
             self.decided_by.append({"line": raised.text()[:200], "why": "raised while a DataLoader fetched a sample"})
             return "DATA", ["DATASET_ITEM_MISSING"], {}, (
@@ -1670,6 +1691,10 @@ def _building_extension(link, raised):
     return any("cpp_extension" in f.file and f.function in ("_run_ninja_build", "_write_ninja_file_and_compile_objects",
                                                            "_jit_compile", "_write_ninja_file_and_build_library")
                for f in frames)
+
+
+# Functions that read a dataset's annotation files (mmdetection/mmcv style loaders and their kin).
+_ANNOTATION_READER = re.compile(r"^_?(?:load|parse|read|get)_?ann(?:otation)?s?(?:_info|_file)?$", re.I)
 
 
 def _through_dataset(link, raised):

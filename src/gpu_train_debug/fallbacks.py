@@ -161,8 +161,10 @@ _NO_ATTRIBUTE = re.compile(r"^'(\w+)' object has no attribute '(\w+)'")
 
 
 # Classes of the training libraries whose methods and attributes come and go between releases.
-_VERSIONED_CLASSES = _LIBRARY_CLASSES | frozenset(("LightningModule", "LightningDataModule", "LightningCLI"))
-_CLASS_ATTRIBUTE = re.compile(r"^(?:type object )?'(\w+)'(?: object)? has no attribute '(\w+)'")
+_VERSIONED_CLASSES = _LIBRARY_CLASSES | frozenset(("LightningModule", "LightningDataModule", "LightningCLI",
+                                                   # Keras' functional model and TensorFlow's eager tensor
+                                                   "Functional", "EagerTensor"))
+_CLASS_ATTRIBUTE = re.compile(r"^(?:type object )?'(?:[\w]+\.)*(\w+)'(?: object)? has no attribute '(\w+)'")
 
 
 def library_class_attribute(raised):

@@ -91,3 +91,28 @@ def test_a_missing_submodule_is_a_release_not_a_package():
     plain = diagnose("ModuleNotFoundError: No module named 'peft'\n", None, {"status": "crash"})
     assert (dotted["family"], dotted["codes"]) == ("MISSING_DEPENDENCY", ["PACKAGE_VERSION"])
     assert (plain["family"], plain["codes"]) == ("MISSING_DEPENDENCY", ["MISSING_PACKAGE"])
+
+
+# dev24: a forward() called without an input, annotations without a field, Keras/TF members a release removed.
+@pytest.mark.parametrize("log, family, code", [
+    ("Traceback (most recent call last):\n  File \"train.py\", line 159, in train\n    out = net(a)\n"
+     "  File \"/usr/lib/python3.8/site-packages/torch/nn/modules/module.py\", line 1110, in _call_impl\n"
+     "    return forward_call(*input, **kwargs)\nTypeError: forward() missing 1 required positional argument: 'b'\n",
+     "CONFIG_INVALID", "CODE_ERROR"),
+    ("Traceback (most recent call last):\n  File \"/w/proj/mmdet/datasets/coco.py\", line 59, in load_annotations\n"
+     "    info['filename'] = info['file_name']\nKeyError: 'file_name'\n", "DATA", "DATASET_KEY"),
+    ("Traceback (most recent call last):\n  File \"/w/proj/utils.py\", line 99, in on_train_begin\n"
+     "    grads = get(self.model.total_loss)\nAttributeError: 'Functional' object has no attribute 'total_loss'\n",
+     "MISSING_DEPENDENCY", "PACKAGE_VERSION"),
+])
+def test_dev24_shapes(log, family, code):
+    result = diagnose(log, None, {"status": "crash"})
+    assert (result["family"], result["codes"]) == (family, [code]), result["explanation"]
+
+
+def test_forward_called_from_inside_a_library_names_no_family():
+    log = ("Traceback (most recent call last):\n  File \"/usr/lib/python3.8/site-packages/transformers/trainer.py\", "
+           "line 10, in training_step\n    out = model(**inputs)\n  File \"/usr/lib/python3.8/site-packages/torch/nn/"
+           "modules/module.py\", line 1110, in _call_impl\n    return forward_call(*input, **kwargs)\n"
+           "TypeError: forward() missing 1 required positional argument: 'labels'\n")
+    assert diagnose(log, None, {"status": "crash"})["family"] == "UNKNOWN"
