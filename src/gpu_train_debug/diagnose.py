@@ -1196,6 +1196,14 @@ class _Diagnosis:
             return "CONFIG_INVALID", ["CODE_ERROR"], {}, (
                 f"The {'training script' if self.template else 'benchmark'} raised {raised.text()}{where}: "
                 f"a bug in the code (often the last edit), not a resource limit. " + hint)
+        if name == "FileNotFoundError" and re.search(r"No such file or directory: '(?:|\.|/|[A-Za-z]:[\\/]*)'", raised.message):
+            # '' or a bare root is no file anyone meant to read: a path setting left empty or joined wrongly.
+            self.decided_by.append({"line": raised.text()[:200], "why": "the path named is empty or a bare root"})
+            return "CONFIG_INVALID", ["CONFIG_VALUE"], {}, (
+                f"{raised.text()[:160]}{where}: the path the run opened is empty or a bare drive/root, so the "
+                "setting that names it was left empty, was not passed, or was joined from parts that are missing "
+                "(a config or argument expected to hold a file). Pass the file's path in the setting the script "
+                "reads (its config or command line).")
         if name in ("FileNotFoundError", "IsADirectoryError", "NotADirectoryError"):
             return "DATA", ["FILE_MISSING"], {}, (
                 f"A file the run reads is missing: {raised.text()}{where}. Create or download it, or fix "

@@ -116,3 +116,11 @@ def test_forward_called_from_inside_a_library_names_no_family():
            "modules/module.py\", line 1110, in _call_impl\n    return forward_call(*input, **kwargs)\n"
            "TypeError: forward() missing 1 required positional argument: 'labels'\n")
     assert diagnose(log, None, {"status": "crash"})["family"] == "UNKNOWN"
+
+
+@pytest.mark.parametrize("path", ["", "C:\\\\", "/"])
+def test_an_empty_or_root_path_is_a_setting_not_a_missing_file(path):
+    log = ("Traceback (most recent call last):\n  File \"/w/p/main.py\", line 5, in <module>\n    cfg = load(args.config)\n"
+           f"FileNotFoundError: [Errno 2] No such file or directory: '{path}'\n")
+    result = diagnose(log, None, {"status": "crash"})
+    assert (result["family"], result["codes"]) == ("CONFIG_INVALID", ["CONFIG_VALUE"]), result["explanation"]
