@@ -62,6 +62,9 @@ def excerpt(log_text):
     return log_text[:EXCERPT_HEAD] + "\n[... middle of the log skipped ...]\n" + log_text[-EXCERPT_TAIL:]
 
 
+_INSTALLED = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
+
+
 def diagnose(log_text, config=None, profile=None):
     raw = excerpt(log_text or "")
     # The benchmark's own reason line, read before normalising (which could join one out of split text).
@@ -612,6 +615,15 @@ class _Diagnosis:
         elif package == "triton":
             fix = self._set("COMPILE", False)
         hint = "; or avoid it with the fix" if fix else ""
+        module = next((g for g in match.groups() if g), "")
+        if not fix and "." in module:
+            # `a.b` missing while `a` imported: the installed `a` is a release without that submodule
+            # (torch._six, peft.utils.config, colossalai.legacy), not a package to install.
+            self.inter["fix_step"] = f"the `{package}` release the project pins"
+            return "MISSING_DEPENDENCY", ["PACKAGE_VERSION"], fix, (
+                f"The installed `{package}` has no module `{module}`: it was moved, renamed or removed between "
+                f"releases (or added in a newer one). Install the `{package}` version the project pins (its "
+                f"requirements or lock file), or change the import to where the installed release keeps it.")
         if not fix:
             self.inter["fix_step"] = "`uv sync` in the research repo (not `uv add`), then the same run again"
         # `uv sync` installs what the repo's pyproject.toml lists (the ML template lists torch and
@@ -1166,6 +1178,27 @@ class _Diagnosis:
                 "(nvcc) that does not match torch's CUDA or the GPU, or a host compiler nvcc does not accept. "
                 "Install a prebuilt wheel for this torch/CUDA/Python if one exists, or the matching toolkit "
                 "(CUDA_HOME), then rebuild.")
+        if name == "TypeError" and re.match(r"forward\(\) missing \d+ required positional arguments?", raised.message):
+            # A module called with fewer inputs than its forward takes. Called by the project's own code,
+            # that call is the code's mistake; called from inside a library, no release says whose.
+            callers = [f for f in (link.frames if link else []) if not re.search(r"torch[/\\]nn[/\\](?:modules|parallel)[/\\]", f.file or "")]
+            if any(f.library not in (None, "python") for f in callers):
+                return None
+            self.decided_by.append({"line": raised.text()[:200], "why": "the project's code called a module without an input its forward takes"})
+            return "CONFIG_INVALID", ["CODE_ERROR"], {}, (
+                f"{raised.text()[:160]}{where}: a module was called with fewer inputs than its forward() takes: "
+                "the call in the project's code does not match the model's signature (an argument left out, or "
+                "a model/config of another variant than the training script expects). Pass the inputs the "
+                "forward() names, or build the model variant the script was written for.")
+        if name == "KeyError" and _ANNOTATION_READER.search(raised.function or ""):
+            # A loader of annotation files (mmdetection's load_annotations, _parse_ann_info, ...) looked up a
+            # field the file does not have: the dataset's format, wherever the loader's code lives.
+            self.decided_by.append({"line": raised.text()[:200], "why": "raised while annotations were read"})
+            return "DATA", ["DATASET_KEY"], {}, (
+                f"{raised.text()[:160]}{where}: the annotation file has no such field where the loader reads it "
+                "(a custom dataset converted to another layout: COCO images without `file_name`, records "
+                "without the keys the loader expects). Convert the annotations to the format the project "
+                "documents, or point the config at the split that carries them.")
         if name in ("KeyError", "IndexError") and _through_dataset(link, raised):
             self.decided_by.append({"line": raised.text()[:200], "why": "raised while a DataLoader fetched a sample"})
             return "DATA", ["DATASET_ITEM_MISSING"], {}, (
@@ -1200,10 +1233,23 @@ class _Diagnosis:
             return "CONFIG_INVALID", ["CODE_ERROR"], {}, (
                 f"The {'training script' if self.template else 'benchmark'} raised {raised.text()}{where}: "
                 f"a bug in the code (often the last edit), not a resource limit. " + hint)
+        if name == "FileNotFoundError" and re.search(r"No such file or directory: '(?:|\.|/|[A-Za-z]:[\\/]*)'", raised.message):
+            # '' or a bare root is no file anyone meant to read: a path setting left empty or joined wrongly.
+            self.decided_by.append({"line": raised.text()[:200], "why": "the path named is empty or a bare root"})
+            return "CONFIG_INVALID", ["CONFIG_VALUE"], {}, (
+                f"{raised.text()[:160]}{where}: the path the run opened is empty or a bare drive/root, so the "
+                "setting that names it was left empty, was not passed, or was joined from parts that are missing "
+                "(a config or argument expected to hold a file). Pass the file's path in the setting the script "
+                "reads (its config or command line).")
         if name in ("FileNotFoundError", "IsADirectoryError", "NotADirectoryError"):
             return "DATA", ["FILE_MISSING"], {}, (
                 f"A file the run reads is missing: {raised.text()}{where}. Create or download it, or fix "
                 f"its path (relative paths depend on the working directory).")
+        if name == "ImportError" and raised.file and not _INSTALLED.search(raised.file) \
+                and re.match(r"\s*from \.+ import ", _statement_before(self.log, raised.start) or ""):
+            # A relative import in the project's own tree: a script run as a file instead of as a
+            # module (`python -m pkg.train`) fails the same way; no release says which.
+            return None
         if name == "ImportError":
             return "MISSING_DEPENDENCY", ["PACKAGE_VERSION"], {}, (
                 f"{raised.text()}{where}: an installed package is a different version than the code "
@@ -1221,6 +1267,7 @@ class _Diagnosis:
                      lambda: fallbacks.dataset_build(names, raised.message, link,
                                                      self.log[max(0, raised.start - 4000):raised.start + 300]),
                      lambda: fallbacks.json_decode(raised, own[3] if own and own[3] else statement),
+                     lambda: fallbacks.library_class_attribute(raised),
                      lambda: fallbacks.library_attribute(raised, link),
                      lambda: fallbacks.config_library(raised),
                      lambda: fallbacks.exception_class(raised),
@@ -1697,6 +1744,10 @@ def _building_extension(link, raised):
     return any("cpp_extension" in f.file and f.function in ("_run_ninja_build", "_write_ninja_file_and_compile_objects",
                                                            "_jit_compile", "_write_ninja_file_and_build_library")
                for f in frames)
+
+
+# Functions that read a dataset's annotation files (mmdetection/mmcv style loaders and their kin).
+_ANNOTATION_READER = re.compile(r"^_?(?:load|parse|read|get)_?ann(?:otation)?s?(?:_info|_file)?$", re.I)
 
 
 def _through_dataset(link, raised):

@@ -156,7 +156,31 @@ def unexpected_keyword(raised, link):
 
 _BUILTIN_TYPES = frozenset(("NoneType", "str", "int", "float", "bool", "list", "dict", "tuple", "set", "bytes",
                             "function", "method", "module", "type", "generator"))
+_WRAPPERS = frozenset(("DataParallel", "DistributedDataParallel", "FullyShardedDataParallel"))
 _NO_ATTRIBUTE = re.compile(r"^'(\w+)' object has no attribute '(\w+)'")
+
+
+# Classes of the training libraries whose methods and attributes come and go between releases.
+_VERSIONED_CLASSES = _LIBRARY_CLASSES | frozenset(("LightningModule", "LightningDataModule", "LightningCLI",
+                                                   # Keras' functional model and TensorFlow's eager tensor
+                                                   "Functional", "EagerTensor"))
+_CLASS_ATTRIBUTE = re.compile(r"^(?:type object )?'(?:[\w]+\.)*(\w+)'(?: object)? has no attribute '(\w+)'")
+
+
+def library_class_attribute(raised):
+    """A training library's Trainer/arguments class without the method or attribute the code uses:
+    Lightning's Trainer lost add_argparse_args/accelerator_backend, gained num_devices, and so on."""
+    if raised.name != "AttributeError":
+        return None
+    match = _CLASS_ATTRIBUTE.match(raised.message)
+    if not match or match.group(1) not in _VERSIONED_CLASSES:
+        return None
+    owner, attribute = match.groups()
+    return ("MISSING_DEPENDENCY", ["PACKAGE_VERSION"], f"`{owner}` of the installed release has no `{attribute}`", (
+        f"{raised.text()[:160]}: `{owner}` comes from a training library (pytorch-lightning, transformers, trl, "
+        f"accelerate) whose releases add, rename and remove such members; the code was written for a release with "
+        f"`{attribute}`. Install the library version the project pins (its requirements or environment file), or "
+        "use the member the installed release documents."))
 
 
 def library_attribute(raised, link):
@@ -167,6 +191,12 @@ def library_attribute(raised, link):
     match = _NO_ATTRIBUTE.match(raised.message)
     if lib in (None, "python") or not match or match.group(1) in _BUILTIN_TYPES:
         return None
+    if match.group(1) in _WRAPPERS and match.group(2) != "module":
+        # torch's Module.__getattr__ refusing the wrapper: the code forgot `.module`, no release is at fault.
+        return ("CONFIG_INVALID", ["CODE_ERROR"], "a parallel wrapper asked for the wrapped model's attribute", (
+            f"{raised.text()[:160]}: the model is wrapped in {match.group(1)}, whose attributes are not the model's; "
+            "the model's own methods live on `model.module`. Call `model.module.<name>`, keep a reference to the "
+            "unwrapped model, or run on one GPU (CUDA_VISIBLE_DEVICES=0) where the script does not wrap it."))
     return ("MISSING_DEPENDENCY", ["PACKAGE_VERSION"], f"raised inside the installed `{lib}` about its own object", (
         f"{raised.text()[:160]}, raised inside the installed `{lib}`: it expects an attribute that the object "
         "(from another library or release) does not have, so two installed libraries are releases that do not "

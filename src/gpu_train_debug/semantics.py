@@ -71,6 +71,14 @@ _IMAGE_UNREADABLE = re.compile(r"cannot identify image file|\bUnidentifiedImageE
 _FILE_NOT_FOUND = re.compile(r"\b(?:Image|File|Label|Annotation)s? Not Found\b:?\s+['\"]?[^\s'\"]+\.(?:jpe?g|png|bmp|tiff?|webp|txt|json|xml|npy)\b", _I)
 _NO_TEMPLATE = re.compile(r"tokenizer\.chat_template is not set|Cannot use chat template functions|"
                           r"does not have a chat template|no chat template (?:is )?(?:set|defined|found)", _I)
+# A model wrapper asked for the wrapped model's own method or attribute (the script forgot `.module`).
+_WRAPPED = re.compile(r"'(?:DataParallel|DistributedDataParallel|FullyShardedDataParallel)' object has no attribute '(?!module')\w+'")
+# transformers' Trainer refusing to train a quantized base model that carries no adapters.
+_QUANTIZED_ONLY = re.compile(r"You cannot perform fine-tuning on purely quantized models")
+# torch's older wording of a state_dict that does not fit the model (`unexpected key "x" in state_dict`).
+_STATE_KEYS = re.compile(r"\b(?:unexpected|missing) keys? \"[\w.]+\" in state_dict")
+# timm's registry has no model of that name: the config or the command line names one nobody registered.
+_UNKNOWN_MODEL = re.compile(r"\bRuntimeError: Unknown model \([\w.-]+\)")
 _NO_COLUMN = re.compile(r"does not contain (?:a|any) columns? named|\bColumn '?[\w.-]+'? not in the dataset", _I)
 _DATASET_FRAME = re.compile(r"[/\\]datasets[/\\](?:formatting|arrow_dataset|features)")
 _HUB_DATASET = re.compile(r"doesn't exist on the Hub or cannot be accessed|\bDatasetNotFoundError\b")
@@ -120,6 +128,10 @@ _WORDS = {
     "_FILE_NOT_FOUND": ("not found",),
     "_NO_TEMPLATE": ("chat template", "chat_template"),
     "_NO_COLUMN": ("column",),
+    "_WRAPPED": ("dataparallel' object has no attribute", "fullyshardeddataparallel' object has no attribute"),
+    "_QUANTIZED_ONLY": ("purely quantized",),
+    "_STATE_KEYS": ("in state_dict",),
+    "_UNKNOWN_MODEL": ("unknown model (",),
     "_HUB_DATASET": ("exist on the hub", "datasetnotfounderror"),
     "_DTYPE_CLASH": ("dtype", "scalar type", "result type", "floating point type", "not implemented for"),
     "_SHAPE_CLASH": ("dimensional", "size mismatch", "output size is too small", "target tensor expected", "target size",
@@ -238,6 +250,23 @@ _FIXED = (
         f"The tokenizer has no chat template ({said[:80]}): base (not instruction-tuned) models ship none, and "
         "transformers no longer supplies a default. Use the model's Instruct/chat variant, or set one "
         "(`tokenizer.chat_template = ...`, or the trainer's template option) before formatting the data.")),
+    ("_WRAPPED", "CONFIG_INVALID", "CODE_ERROR", lambda said: (
+        f"The code asked the DataParallel/DistributedDataParallel wrapper for the model's own attribute ({said[:100]}): "
+        "a wrapped model's methods and attributes live on `model.module`. Call `model.module.<name>` (or keep a "
+        "reference to the unwrapped model), or run on one GPU (CUDA_VISIBLE_DEVICES=0) where the script does not wrap it.")),
+    ("_QUANTIZED_ONLY", "CONFIG_INVALID", "CONFIG_VALUE", lambda said: (
+        f"The Trainer refused to train a quantized model without adapters ({said[:80]}): 4-/8-bit weights cannot "
+        "be trained directly. Attach LoRA adapters first (peft's get_peft_model, unsloth's get_peft_model), and "
+        "do not merge_and_unload them before training; or load the model unquantized.")),
+    ("_STATE_KEYS", "CONFIG_INVALID", "CHECKPOINT_MISMATCH", lambda said: (
+        f"The checkpoint's weights do not fit the model built ({said[:100]}): it was saved from another "
+        "architecture or options (a `module.` prefix from DataParallel, other layer names or sizes). Build the model "
+        "with the options the checkpoint was trained with, strip or add the prefix, or load with strict=False only "
+        "for keys you mean to drop.")),
+    ("_UNKNOWN_MODEL", "CONFIG_INVALID", "CONFIG_VALUE", lambda said: (
+        f"timm has no model registered under that name ({said[:100]}): the name in the config or command line is "
+        "misspelled, or the project's module that registers it (@register_model) was not imported before "
+        "create_model. Correct the model name, or import the project's model module first.")),
     ("_LOSS_NONFINITE", "NAN_LOSS", "LOSS_DIVERGED", lambda said: (
         f"The training loss became NaN/inf ({said[:80]}): the run diverged. Lower the learning rate (or "
         "warm it up longer), clip gradients, and in fp16 use bf16 or float32.")),

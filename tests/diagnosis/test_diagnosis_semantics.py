@@ -47,3 +47,80 @@ def test_semantic_reading_stays_fast_on_long_logs():
         start = time.perf_counter()
         diagnose(body + end)
         assert time.perf_counter() - start < 0.2
+
+
+# dev23 (configuration and version-mismatch round): the shapes read from a message and where it was raised.
+_MODULE_GETATTR = ('  File "/usr/lib/python3.8/site-packages/torch/nn/modules/module.py", line 532, in __getattr__\n'
+                   '    type(self).__name__, name))\n')
+
+
+@pytest.mark.parametrize("log, family, code", [
+    ("Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n    model.fit(x)\n" + _MODULE_GETATTR
+     + "AttributeError: 'DataParallel' object has no attribute 'fit'\n", "CONFIG_INVALID", "CODE_ERROR"),
+    ("torch.nn.modules.module.ModuleAttributeError: 'DistributedDataParallel' object has no attribute 'encoder'\n",
+     "CONFIG_INVALID", "CODE_ERROR"),
+    ("ValueError: You cannot perform fine-tuning on purely quantized models. Please attach trainable adapters\n",
+     "CONFIG_INVALID", "CONFIG_VALUE"),
+    ("KeyError: 'unexpected key \"head.weight\" in state_dict'\n", "CONFIG_INVALID", "CHECKPOINT_MISMATCH"),
+    ("RuntimeError: Unknown model (my_vit_tiny)\n", "CONFIG_INVALID", "CONFIG_VALUE"),
+    ("Traceback (most recent call last):\n  File \"train.py\", line 4, in <module>\n    parser = Trainer.add_argparse_args(parser)\n"
+     "AttributeError: type object 'Trainer' has no attribute 'add_argparse_args'\n", "MISSING_DEPENDENCY", "PACKAGE_VERSION"),
+])
+def test_dev23_shapes(log, family, code):
+    result = diagnose(log, None, {"status": "crash"})
+    assert (result["family"], result["codes"]) == (family, [code]), result["explanation"]
+
+
+@pytest.mark.parametrize("log", [
+    # a relative import in the project's own tree: a file run as a script, or a module that moved
+    "Traceback (most recent call last):\n  File \"/home/u/proj/proj/train.py\", line 3, in <module>\n"
+    "    from . import arguments\nImportError: cannot import name 'arguments'\n",
+    # the wrapper's own `module` attribute missing is not the forgotten `.module`
+    "AttributeError: 'DataParallel' object has no attribute 'module'\n",
+])
+def test_dev23_no_family_without_the_shape(log):
+    result = diagnose(log, None, {"status": "crash"})
+    assert result["family"] == "UNKNOWN" or result["codes"] != ["CODE_ERROR"], result["explanation"]
+    if "from . import" in log:
+        assert result["family"] == "UNKNOWN", result["explanation"]
+
+
+def test_a_missing_submodule_is_a_release_not_a_package():
+    # `a.b` missing while `a` imports: torch._six, peft.utils.config, colossalai.legacy moved between releases.
+    dotted = diagnose("ModuleNotFoundError: No module named 'torch._six'\n", None, {"status": "crash"})
+    plain = diagnose("ModuleNotFoundError: No module named 'peft'\n", None, {"status": "crash"})
+    assert (dotted["family"], dotted["codes"]) == ("MISSING_DEPENDENCY", ["PACKAGE_VERSION"])
+    assert (plain["family"], plain["codes"]) == ("MISSING_DEPENDENCY", ["MISSING_PACKAGE"])
+
+
+# dev24: a forward() called without an input, annotations without a field, Keras/TF members a release removed.
+@pytest.mark.parametrize("log, family, code", [
+    ("Traceback (most recent call last):\n  File \"train.py\", line 159, in train\n    out = net(a)\n"
+     "  File \"/usr/lib/python3.8/site-packages/torch/nn/modules/module.py\", line 1110, in _call_impl\n"
+     "    return forward_call(*input, **kwargs)\nTypeError: forward() missing 1 required positional argument: 'b'\n",
+     "CONFIG_INVALID", "CODE_ERROR"),
+    ("Traceback (most recent call last):\n  File \"/w/proj/mmdet/datasets/coco.py\", line 59, in load_annotations\n"
+     "    info['filename'] = info['file_name']\nKeyError: 'file_name'\n", "DATA", "DATASET_KEY"),
+    ("Traceback (most recent call last):\n  File \"/w/proj/utils.py\", line 99, in on_train_begin\n"
+     "    grads = get(self.model.total_loss)\nAttributeError: 'Functional' object has no attribute 'total_loss'\n",
+     "MISSING_DEPENDENCY", "PACKAGE_VERSION"),
+])
+def test_dev24_shapes(log, family, code):
+    result = diagnose(log, None, {"status": "crash"})
+    assert (result["family"], result["codes"]) == (family, [code]), result["explanation"]
+
+
+def test_forward_called_from_inside_a_library_names_no_family():
+    log = ("Traceback (most recent call last):\n  File \"/usr/lib/python3.8/site-packages/transformers/trainer.py\", "
+           "line 10, in training_step\n    out = model(**inputs)\n  File \"/usr/lib/python3.8/site-packages/torch/nn/"
+           "modules/module.py\", line 1110, in _call_impl\n    return forward_call(*input, **kwargs)\n"
+           "TypeError: forward() missing 1 required positional argument: 'labels'\n")
+    assert diagnose(log, None, {"status": "crash"})["family"] == "UNKNOWN"
+
+
+@pytest.mark.parametrize("path", ["", "C:\\\\", "/"])
+def test_an_empty_or_root_path_is_a_setting_not_a_missing_file(path):
+    log = ("Traceback (most recent call last):\n  File \"/w/p/main.py\", line 5, in <module>\n    cfg = load(args.config)\n"
+           f"FileNotFoundError: [Errno 2] No such file or directory: '{path}'\n")
+    result = diagnose(log, None, {"status": "crash"})
+    assert (result["family"], result["codes"]) == ("CONFIG_INVALID", ["CONFIG_VALUE"]), result["explanation"]
