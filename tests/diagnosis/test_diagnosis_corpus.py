@@ -10,8 +10,8 @@ messier (ANSI colours, CRLF and tqdm redraws, quote markers) read the same.
 
 Issue 21's batches (batch7 ...) are development data after their first measurement: precision
 is held on each, family accuracy is not (many of their error classes still answer UNKNOWN).
-batch9 is the acceptance batch, re-measured as a batch no rule was written for, and batch15 and
-batch16 two more, each collected blind after it by a helper that had seen neither the diagnoser nor
+batch9 is the acceptance batch, re-measured as a batch no rule was written for, and batch15,
+batch16 and batch17 three more, each collected blind after it by a helper that had seen neither the diagnoser nor
 its rules: their scores are reported by `python -m gpu_train_debug.corpus`, not asserted here; only
 their records are checked.
 """
@@ -54,15 +54,15 @@ def test_heldout_split_is_the_frozen_seeded_sample():
                                                  "blind5": 12, "blind6": 3, "dev7": 48, "dev8": 22, "dev9": 20, "dev10": 13, "dev11": 11,
                                                  "batch7": 64, "batch8": 64, "batch9": 67, "batch10": 64, "batch11": 63,
                                                  "batch12": 59, "batch13": 61, "batch14": 62,
-                                                 "batch15": 68, "batch16": 66}
+                                                 "batch15": 68, "batch16": 66, "batch17": 86}
 
 
 SPLITS = ["train", "heldout", "blind2", "blind3", "blind4", "blind5", "blind6", "dev7", "dev8", "dev9", "dev10", "dev11"]
 BATCHES = ["batch7", "batch8", "batch10", "batch11", "batch12", "batch13", "batch14"]
 ACCEPTANCE = "batch9"
-# batch15 and batch16: acceptance batches collected blind (by helpers that saw neither the diagnoser
+# batch15, batch16 and batch17: acceptance batches collected blind (by helpers that saw neither the diagnoser
 # nor its rules) after batch9 stayed below the bar. Scored and reported like batch9, never asserted on.
-ACCEPTANCE_SPLITS = {ACCEPTANCE: (67, 50), "batch15": (68, 55), "batch16": (66, 50)}
+ACCEPTANCE_SPLITS = {ACCEPTANCE: (67, 50), "batch15": (68, 55), "batch16": (66, 50), "batch17": (86, 65)}
 
 
 @pytest.mark.parametrize("split", sorted(ACCEPTANCE_SPLITS))

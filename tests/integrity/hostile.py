@@ -16,7 +16,9 @@ from gitrepo import git_repo
 
 BENCH = "bash train.sh || exit 1\nbash eval.sh\n"
 EVAL = 'echo "METRIC loss=1.0"\n'
-LIVE = 'L="$AUTORESEARCH_RUN_DIR/../../.."\n'
+# `:?`: a run without its folder in the environment stops here, instead of aiming the attack at
+# `/../../..`, the file system's root (a stray /autoresearch.jsonl broke later tests once).
+LIVE = 'L="${AUTORESEARCH_RUN_DIR:?}/../../.."\n'
 
 
 def make(root, sandbox=True, init=("--metric", "loss", "--command", "bash bench.sh", "--scope", "train.sh",
