@@ -10,8 +10,10 @@ messier (ANSI colours, CRLF and tqdm redraws, quote markers) read the same.
 
 Issue 21's batches (batch7 ...) are development data after their first measurement: precision
 is held on each, family accuracy is not (many of their error classes still answer UNKNOWN).
-batch9 is the acceptance batch, re-measured as a batch no rule was written for: its score is
-reported by `python -m gpu_train_debug.corpus`, not asserted here; only its records are checked.
+batch9 is the acceptance batch, re-measured as a batch no rule was written for, and batch15,
+batch16 and batch17 three more, each collected blind after it by a helper that had seen neither the diagnoser nor
+its rules: their scores are reported by `python -m gpu_train_debug.corpus`, not asserted here; only
+their records are checked.
 """
 
 import json
@@ -53,7 +55,8 @@ def test_heldout_split_is_the_frozen_seeded_sample():
                                                  "dev12": 47, "dev13": 31, "dev21": 31, "dev22": 21, "dev14": 41, "dev15": 31, "dev18": 19,
                                                  "dev16": 45, "dev17": 29, "dev19": 40, "dev20": 30, "dev23": 43, "dev24": 30,
                                                  "batch7": 64, "batch8": 64, "batch9": 67, "batch10": 64, "batch11": 63,
-                                                 "batch12": 59, "batch13": 61, "batch14": 62}
+                                                 "batch12": 59, "batch13": 61, "batch14": 62,
+                                                 "batch15": 68, "batch16": 66, "batch17": 86}
 
 
 SPLITS = ["train", "heldout", "blind2", "blind3", "blind4", "blind5", "blind6", "dev7", "dev8", "dev9", "dev10", "dev11",
@@ -66,17 +69,22 @@ DEV_LATER = ["dev12", "dev13", "dev21", "dev22"]
 # Development sets whose family accuracy is not yet held to 90% (README: dev17 is mostly version mismatches
 # outside the rules written from it); their precision is held like every split's.
 FIRST_MEASURED = ["dev17", "dev23", "dev24"]
+# batch15, batch16 and batch17: acceptance batches collected blind (by helpers that saw neither the diagnoser
+# nor its rules) after batch9 stayed below the bar. Scored and reported like batch9, never asserted on.
+ACCEPTANCE_SPLITS = {ACCEPTANCE: (67, 50), "batch15": (68, 55), "batch16": (66, 50), "batch17": (86, 65)}
 
 
-def test_acceptance_batch_records_are_complete_and_scored():
+@pytest.mark.parametrize("split", sorted(ACCEPTANCE_SPLITS))
+def test_acceptance_batch_records_are_complete_and_scored(split):
     # Its score is the lead's to measure; here only that it is in the corpus and gets scored.
-    rows = [r for r in ROWS if r["split"] == ACCEPTANCE]
-    assert len(rows) == 67 and len({r["project"] for r in rows}) >= 50
+    logs, projects = ACCEPTANCE_SPLITS[split]
+    rows = [r for r in ROWS if r["split"] == split]
+    assert len(rows) == logs and len({r["project"] for r in rows}) >= projects
     for row in rows:
         assert {"id", "url", "project", "family", "codes", "thread_fix", "expect", "split"} <= set(row), row["id"]
         assert row["family"] in FAMILIES and row["codes"], row["id"]
-    assert TABLE[ACCEPTANCE]["logs"] == 67
-    assert {"precision", "coverage", "family_accuracy"} <= set(TABLE[ACCEPTANCE])
+    assert TABLE[split]["logs"] == logs
+    assert {"precision", "coverage", "family_accuracy"} <= set(TABLE[split])
 
 
 @pytest.mark.parametrize("split", SPLITS + BATCHES + DEV_LATER + FIRST_MEASURED)
@@ -140,6 +148,6 @@ def test_messier_copies_of_the_same_logs_read_the_same():
 def test_corpus_command_prints_both_splits(capsys):
     assert corpus.main(["--dir", str(DIR), "--json"]) == 0
     table = json.loads(capsys.readouterr().out)
-    assert set(table) == set(SPLITS + BATCHES + DEV_LATER + FIRST_MEASURED + [ACCEPTANCE]) and table["heldout"]["logs"] == 41
+    assert set(table) == set(SPLITS + BATCHES + DEV_LATER + FIRST_MEASURED) | set(ACCEPTANCE_SPLITS) and table["heldout"]["logs"] == 41
     assert table["heldout"]["precision"] >= 0.95 and table["heldout"]["coverage"] >= 0.9
     assert corpus.main(["--dir", str(DIR / "missing")]) == 2
