@@ -13,7 +13,8 @@ import re
 import sys
 import time
 
-from gpu_train_debug import diagnose, generic, tasks as task_gen
+from gpu_train_debug import diagnose, tasks as task_gen
+from gpu_train_debug.rules import generic
 from gpu_train_debug.environment import SPLITS, load_environment
 
 # What a log-reading heuristic knows: a few phrases per code, no arithmetic.

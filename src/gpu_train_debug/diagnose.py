@@ -2,7 +2,7 @@
 
 `config` is either the constants of an autoresearch `train.py` (+ `prepare.py`), read with
 gpu_train_debug.config, or a generic training config of the task environment (it has a
-`micro_batch` field; see gpu_train_debug.generic). `profile` holds what the run measured:
+`micro_batch` field; see gpu_train_debug.rules.generic). `profile` holds what the run measured:
 `status` and `reason` from the engine, `steps` (steps.jsonl records), `summary`
 (summary.json), `gpu_memory_mb`, `gpu_name`, `compute_capability`, `timeout_s`.
 
@@ -15,7 +15,8 @@ import math
 import re
 
 from gpu_train_debug import accounting as acc
-from gpu_train_debug import evidence, fallbacks, harness_verdict, logtext, memory, patterns, semantics
+from gpu_train_debug import evidence, harness_verdict, logtext, memory
+from gpu_train_debug.rules import fallbacks, patterns, semantics
 
 FAMILIES = ("OOM", "GPU_UNSUPPORTED", "DTYPE_UNSUPPORTED", "NO_ACCELERATOR", "NAN_LOSS",
             "COMPILE_FAILURE", "MISSING_DEPENDENCY", "TOKENIZER", "DATA", "DISTRIBUTED",
@@ -74,7 +75,7 @@ def diagnose(log_text, config=None, profile=None):
     config = dict(config or {})
     profile = dict(profile or {})
     if "micro_batch" in config:
-        from gpu_train_debug import generic
+        from gpu_train_debug.rules import generic
         try:
             return generic.diagnose(log_text, config, profile)
         except (KeyError, TypeError, ValueError, ZeroDivisionError, OverflowError):
@@ -994,7 +995,7 @@ class _Diagnosis:
 
     def _semantic(self):
         """What a script, a configuration or a dataset refused, read from the message's shape and the
-        library that raised it (gpu_train_debug/semantics.py); None when nothing there applies."""
+        library that raised it (gpu_train_debug/rules/semantics.py); None when nothing there applies."""
         usage = semantics.usage_error(self.log)
         if usage:
             self._decided(usage, "argparse refused the command line")
@@ -1258,7 +1259,7 @@ class _Diagnosis:
 
     def _structure(self, raised, link):
         """What the exception's structure says when no signature knew its text
-        (gpu_train_debug/fallbacks.py): the statement that raised it, the library it was raised
+        (gpu_train_debug/rules/fallbacks.py): the statement that raised it, the library it was raised
         in, the other exceptions of its chain. A diagnosis, False for "name no family", or None."""
         statement = _statement_before(self.log, raised.start)
         own = logtext.own_frame(self.log, raised.start) if raised.file else None

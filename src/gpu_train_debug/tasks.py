@@ -14,7 +14,7 @@ import math
 import random
 
 from gpu_train_debug import accounting as acc
-from gpu_train_debug import generic
+from gpu_train_debug.rules import generic
 from gpu_train_debug import scenario as sc
 
 MODELS = [(24, 2048, 16), (32, 2560, 32), (32, 4096, 32), (40, 5120, 40), (48, 6144, 48),

@@ -3,7 +3,8 @@
 import re
 from pathlib import Path
 
-from gpu_train_debug import FAMILIES, fallbacks, generic, patterns
+from gpu_train_debug import FAMILIES
+from gpu_train_debug.rules import fallbacks, generic, patterns
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 EMITTED_BY_STATUS = ["OOM_TRAIN_ACTIVATIONS", "OOM_EVAL", "OOM_MODEL_STATES", "STALL_BEFORE_FIRST_STEP",

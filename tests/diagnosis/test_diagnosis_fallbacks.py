@@ -1,4 +1,4 @@
-"""Structure-level fallbacks (gpu_train_debug/fallbacks.py): what a traceback's shape says when
+"""Structure-level fallbacks (gpu_train_debug/rules/fallbacks.py): what a traceback's shape says when
 no signature knows its text. Each reading holds across projects; a wrong family is worse than
 none, so each test also shows the nearby case that must stay UNKNOWN."""
 

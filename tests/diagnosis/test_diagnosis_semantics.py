@@ -1,4 +1,4 @@
-"""Training-run semantics (gpu_train_debug/semantics.py): message shapes, not error classes."""
+"""Training-run semantics (gpu_train_debug/rules/semantics.py): message shapes, not error classes."""
 
 import time
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from autoresearch.pipeline.diagnosis import read_log
-from gpu_train_debug import diagnose, patterns
+from gpu_train_debug import diagnose
+from gpu_train_debug.rules import patterns
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 RUN = FIXTURES / "template_run"

@@ -115,7 +115,7 @@ def test_command_not_found_is_diagnosed_as_a_missing_dependency(repo):
     ("FileNotFoundError: [Errno 2] No such file or directory: 'data/x.bin'", None),
 ])
 def test_missing_command_signature(line, command):
-    from gpu_train_debug import patterns
+    from gpu_train_debug.rules import patterns
     found = {code: match for code, _, match in patterns.scan(f"starting\n{line}\n")}
     if command is None:
         assert "MISSING_COMMAND" not in found

@@ -9,7 +9,7 @@ compensating field only when a change would otherwise alter the global batch or 
 import math
 
 from gpu_train_debug import accounting as acc
-from gpu_train_debug import patterns
+from gpu_train_debug.rules import patterns
 from gpu_train_debug import scenario as sc
 
 
