@@ -26,9 +26,9 @@ test: setup
 
 # The fast inner loop before a commit (under 3 minutes on a 2-core machine): every room's unit and
 # contract tests, no browser, Claude CLI, Ray, training or long real runs (tests/conftest.py NEEDS
-# lists what is left out).
+# lists what is left out), spread over the machine's cores (pytest-xdist). `make test` stays serial.
 check: setup
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -m "not slow" -n auto
 
 # Headless Chromium and the pinned Claude Code CLI, for the browser and plugin tests.
 tools:

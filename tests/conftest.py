@@ -53,7 +53,8 @@ def run_cli(args, cwd, env=None, timeout=120, input=None):
 
 
 # `make check`, the inner loop before a commit, runs what needs none of these (every room's unit
-# and contract tests); `make test` and CI run everything. A file listed here is marked `slow`.
+# and contract tests); `make test` and CI run everything. A file listed here is marked `slow`; a single
+# slow test in an otherwise fast file carries `@pytest.mark.slow` itself.
 NEEDS = {
     "a browser": ["report/test_huge_values.py", "report/test_one_story.py", "report/test_report_chart.py",
                   "report/test_report_page.py", "report/test_report_reads_right.py",

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import run_cli
 
 from autoresearch.pipeline import diagnosis
@@ -130,6 +132,7 @@ def test_hostile_or_broken_train_py_is_never_executed(tmp_path):
     assert diagnosis.read_config(str(tmp_path)) == {}
 
 
+@pytest.mark.slow   # real torch training (left out of `make check`, tests/conftest.py)
 def test_real_broken_run_end_to_end(tmp_path):
     """Break the tiny train.py on purpose, run it with torch, diagnose its log with the CLI."""
     sys.path.insert(0, str(FIXTURES))

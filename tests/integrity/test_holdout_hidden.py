@@ -69,6 +69,7 @@ def night(tmp_path, env=None, bench=BENCH):
     return repo, outputs, env
 
 
+@pytest.mark.slow   # real runs through the engine, seconds each (left out of `make check`)
 @pytest.mark.parametrize("sandbox", ["on", "off"])
 def test_a_benchmark_looking_for_the_holdout_never_shows_it_to_the_agent(tmp_path, sandbox):
     env = {} if sandbox == "on" else {"AUTORESEARCH_SANDBOX": "off"}
@@ -105,6 +106,7 @@ def test_redaction_hides_every_spelling_from_five_digits_and_nothing_else():
     assert holdout.redact(text, []) == text
 
 
+@pytest.mark.slow   # a real run through the engine (left out of `make check`)
 def test_a_run_that_prints_its_own_holdout_file_has_it_redacted(tmp_path):
     """A process left behind by train.py can read its own run's holdout.json once the evaluator
     wrote it (the run's folder is the benchmark's): sandboxed or not, that run's values are
