@@ -77,4 +77,19 @@ class Stop:
             self.armed = False
 
 
+def trap(signals, handler):
+    """Install `handler` for `signals` and return the handlers it replaced (for `restore`). A SIGHUP
+    the process was started ignoring stays ignored: `nohup` asked for that, and a night must outlive
+    the terminal it was started from. An ignored SIGINT is trapped all the same: a shell ignores it
+    for every command it starts in the background (Claude Code's Bash tool among them), and the
+    night's Ctrl-C must still reach the run in progress so it is recorded."""
+    kept = {signal.SIGHUP} if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN else set()
+    return {sig: signal.signal(sig, handler) for sig in signals if sig not in kept}
+
+
+def restore(saved):
+    for sig, old in saved.items():
+        signal.signal(sig, old)
+
+
 STOP = Stop()   # the running invocation's; `experiment` installs a fresh one with its handlers

@@ -185,16 +185,17 @@ def test_second_init_starts_a_new_segment(repo):
     assert [r.get("segment") for r in repo.records()] == [0, 0, 0, 1, 1, 1]
 
 
-def _start_slow_run(repo, piped=True):
+def _start_slow_run(repo, piped=True, started=None):
     """A kept baseline, then `autoresearch run` of a 30-second benchmark in the background:
-    (the baseline's commit, the engine process)."""
+    (the baseline's commit, the engine process). `started` runs in the engine's process before it
+    starts (what `nohup` does to it)."""
     repo.experiment("1.0")
     best = repo.head()
     repo.set("sleep:30")
     out = dict(stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) if piped else \
         dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     engine = subprocess.Popen([sys.executable, "-m", "autoresearch", "run", "-q", "-m", "slow"],
-                              cwd=repo.root, env=_env(), **out)
+                              cwd=repo.root, env=_env(), preexec_fn=started, **out)
     return best, engine
 
 
@@ -248,6 +249,20 @@ def test_signals_after_the_first_leave_the_record_whole(repo):
     record = repo.runs()[-1]
     assert record["status"] == "crash" and "SIGINT" in record["reason"], record
     assert repo.head() == best and not (repo.root / ".autoresearch/current.json").exists()
+
+
+def test_a_hangup_the_engine_was_started_ignoring_stays_ignored(repo):
+    """`nohup autoresearch run ...` and the terminal closes: the run goes on (nohup asked for that);
+    the signals it was not told to ignore still stop it and record it."""
+    best, engine = _start_slow_run(repo, started=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    child = _wait_for_child(repo)
+    engine.send_signal(signal.SIGHUP)
+    time.sleep(1.0)   # a trapped SIGHUP stops the benchmark within milliseconds
+    assert engine.poll() is None and not process_gone(child)
+    engine.send_signal(signal.SIGTERM)
+    out, err = engine.communicate(timeout=30)
+    assert engine.returncode == 130 and "interrupted by SIGTERM: recorded" in out, err
+    assert "SIGTERM" in repo.runs()[-1]["reason"] and repo.head() == best
 
 
 def test_a_signal_while_the_run_is_prepared_stops_it_whole(repo):

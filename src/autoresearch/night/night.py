@@ -270,12 +270,11 @@ class Night:
         lock = state.Lock(_lock_path(self.repo))
         if not lock.acquire():
             raise errors.Refused(f"a night is already running in {self.repo.root}")
-        saved = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+        saved = errors.trap((signal.SIGINT, signal.SIGTERM, signal.SIGHUP), self._on_signal)
         try:
             return self._loop()
         finally:
-            for s, handler in saved.items():
-                signal.signal(s, handler)
+            errors.restore(saved)
             lock.release()
 
     def _limits(self):

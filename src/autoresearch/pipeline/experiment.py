@@ -87,7 +87,7 @@ def cmd_run(args):
                                 echo=None if args.quiet else _echo_stream(args), args=args)
         experiment.execute(plan)
     except BaseException:
-        _restore_signals(handlers)
+        errors.restore(handlers)
         raise
     finally:
         lock.release()
@@ -96,9 +96,9 @@ def cmd_run(args):
         logcache.refresh(repo)   # after the result is printed: the next status and hooks read the cache's view
     finally:
         if errors.STOP.signum is None:
-            _restore_signals(handlers)
+            errors.restore(handlers)
         else:   # already stopping: later signals stay moot until the engine has exited
-            _restore_signals({sig: signal.SIG_IGN for sig in TRAPPED})
+            errors.restore({sig: signal.SIG_IGN for sig in handlers})
     return code
 
 
@@ -134,17 +134,9 @@ def parse_asi(text):
 def _trap_signals():
     """Take SIGTERM/SIGHUP/SIGINT in hand so the run in progress is recorded, not lost: the first
     one ends the benchmark (an Interrupted, recorded as a crash) or, outside it, the invocation
-    after the run it is recording (errors.Stop)."""
+    after the run it is recording (errors.Stop). One the engine was started ignoring stays ignored."""
     errors.STOP = errors.Stop()
-    saved = {}
-    for sig in TRAPPED:
-        saved[sig] = signal.signal(sig, errors.STOP.handler)
-    return saved
-
-
-def _restore_signals(saved):
-    for sig, old in saved.items():
-        signal.signal(sig, old)
+    return errors.trap(TRAPPED, errors.STOP.handler)
 
 
 def _echo_stream(args):
