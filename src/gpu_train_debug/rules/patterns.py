@@ -90,9 +90,14 @@ SIGNATURES = [
         r"|No operator found for `?\w+`?|\b(MPS) does not support \w+"
         # A runtime that says its device lacks the feature asked of it (Intel's XPU memory query).
         r"|The device \((?:[^()\n]|\([^()\n]*\))+\) (?:doesn't|does not) support \w+"
-        r"|Could not run 'aten::[\w.]+' with arguments from the '(MPS)' backend", _I),
+        # An aten operator with no kernel for a non-CUDA accelerator's dispatch key (its sparse and
+        # quantized variants too: `SparseMPS`, `QuantizedXPU`).
+        r"|Could not run 'aten::[\w.]+' with arguments from the '(?:Sparse(?:Csr)?|Quantized)?(MPS|XPU|HPU)' backend"
+        # The same told in a user's words: an aten operator named as unsupported on MPS, in either order.
+        r"|aten::[\w.]+\W{0,3}(?:is |are )?(?:still )?(?:unsupported|not (?:yet |currently )?(?:supported|implemented))[^\n]{0,40}?\b(MPS)\b"
+        r"|\b(MPS)\b[^\n]{0,200}?\b(?:unsupported|not (?:yet |currently )?(?:supported|implemented))\b[^\n]{0,60}?aten::[\w.]+", _I),
      ('implemented for the', 'not currently supported on the', 'no operator found for', 'mps does not support',
-      "doesn't support", 'does not support', "with arguments from the 'mps' backend")),
+      "doesn't support", 'does not support', "mps' backend", "xpu' backend", "hpu' backend", 'aten::')),
     # A CPU kernel without a half-precision version: fp16/bf16 weights run on the CPU.
     # AMP's GradScaler was given fp16 parameters: it keeps fp32 master weights and refuses them.
     # Its CUDA kernel has no bfloat16 version: bf16 weights (gradients) under fp16 AMP's scaler.
@@ -141,6 +146,8 @@ SIGNATURES = [
         # The driver cannot be reached or reports no device (nvidia-smi, the driver API, TensorFlow's cuInit).
         r"|NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver|CUDA_ERROR_NO_DEVICE"
         r"|cudaErrorNoDevice\b|failed call to cuInit"
+        # ROCm/HIP's words for the same: a ROCm torch on a machine whose GPU its runtime cannot see.
+        r"|hipErrorNoDevice\b|no ROCm-capable device is detected"
         r"|CUDA-capable device\(s\) is/are busy or unavailable|cudaErrorDevicesUnavailable|Driver/library version mismatch"
         r"|CUDA driver initialization failed|ProcessGroupNCCL is only supported with GPUs, no GPUs found"
         r"|Unexpected error from cudaGetDeviceCount\(\)|cudaErrorSystemNotReady"
@@ -154,11 +161,13 @@ SIGNATURES = [
         r"|fp16 mixed precision requires a GPU|\(`--fp16_full_eval`\) can only be used on CUDA"
         r"|cuda runtime error \(30\) : unknown error at [^\n]*THCGeneral"
         r"|MPS backend is not available|MPS not available because|The MPS backend is supported on MacOS"
-        r"|(?<!device but torch\.)cuda\.is_available\(\)\W{0,3}(?:returns?|returned|is|gives|=+|:)?\s*False"),
+        r"|(?<!device but torch\.)cuda\.is_available(?:\(\))?\W{0,3}(?:returns?|returned|is|gives|=+|:)?\s*False"
+        # A project's own check that stops the run when torch sees no GPU (`CUDA is not available, exiting!`).
+        r"|\b(?:CUDA|GPU) (?:is )?(?:not available|unavailable)\W{0,3}(?:exiting|aborting|quitting|stopping)\b"),
      ('busy or unavailable', 'devicesunavailable', 'driver/library version mismatch', 'driver initialization failed',
       'no gpus found', 'cudagetdevicecount', 'systemnotready', 'mps backend is not available', 'mps not available',
-      'mps backend is supported', 'is_available()',
-      "couldn't communicate with the nvidia driver", 'cuda_error_no_device', 'cudaerrornodevice', 'failed call to cuinit',
+      'mps backend is supported', 'is_available', 'not available', 'unavailable',
+      "couldn't communicate with the nvidia driver", 'cuda_error_no_device', 'hiperrornodevice', 'no rocm-capable', 'cudaerrornodevice', 'failed call to cuinit',
       'gpuaccelerator can not run', 'no supported gpu backend', 'runtime error (999)', 'not compiled with cuda', 'no nvidia driver', 'no cuda gpus', 'no cuda-capable', 'invalid device ordinal',
       'cuda unavailable', 'driver was not detected', 'cuda unknown error', 'your machine only has', "invalid cuda '",
       'no hip gpus', 'accelerator` can not run', 'device < num_gpus', 'mixed precision requires a gpu',
@@ -189,13 +198,16 @@ SIGNATURES = [
         r" failed with exit (?:status|code)[\W_]{0,3}\d+|\bld(?:\.\w+)?: cannot find -l\w+|collect2: error: ld returned \d+ exit status"
         r"|error: subprocess-exited-with-error|error: metadata-generation-failed"
         r"|because these package versions have conflicting dependencies|\bResolutionImpossible\b"
-        r"|(?:python setup\.py \w+|Getting requirements to build wheel|Building wheel for \S+(?: \([\w.]+\))?) did not run successfully", _I | _M),
+        r"|(?:python setup\.py \w+|Getting requirements to build wheel|Building wheel for \S+(?: \([\w.]+\))?) did not run successfully"
+        # A DeepSpeed optimizer whose compiled op never loaded (its JIT build failed earlier): the handle
+        # its __init__ would have set is missing when it is used or deleted.
+        r"|'DeepSpeed\w+' object has no attribute 'ds_opt_\w+'", _I | _M),
      ('error building extension', 'error compiling objects for extension', 'failed building wheel',
       'could not build wheels', 'failed to build', 'no matching distribution', 'could not find a version',
       'detected in the compilation of', 'ninja is required', "' failed with exit", '" failed with exit',
       '” failed with exit', '’ failed with exit', 'cannot find -l', 'ld returned',
       'subprocess-exited-with-error', 'metadata-generation-failed', 'did not run successfully',
-      'conflicting dependencies', 'resolutionimpossible')),
+      'conflicting dependencies', 'resolutionimpossible', 'ds_opt_')),
     ("MISSING_PACKAGE", "MISSING_DEPENDENCY", re.compile(
         r"ModuleNotFoundError: No module named '([\w.]+)'|ImportError: No module named ([\w.]+)"
         r"|\bpython[\d.]*: No module named ([\w.]+)|(?m:^)\s*No module named '([\w.]+)'"
@@ -207,7 +219,7 @@ SIGNATURES = [
       'distributionnotfound')),
     # The installed torch predates an API the code calls (torch.compile is 2.0, torch.compiler 2.1).
     ("TORCH_TOO_OLD", "MISSING_DEPENDENCY", re.compile(
-        r"module 'torch(?:\.[\w.]+)?' has no attribute '(\w+)'|requires PyTorch (?:version )?([\d.]+) or (?:higher|newer|later)"
+        r"module 'torch(?:\.[\w.]+)?' has no attribute '(\w+)'?|requires PyTorch (?:version )?([\d.]+) or (?:higher|newer|later)"
         r"|torch\.compile requires PyTorch [\d.]+", _I),
      ("module 'torch", 'requires pytorch')),
     # Another package's module lacks an attribute: a local file or folder shadows it, or the
@@ -409,9 +421,11 @@ SIGNATURES = [
         r"Expected all tensors to be on the same device|Input type \([^)]*\) and weight type \([^)]*\) should be the same"
         r"|expected (?:scalar type|mat1 and mat2 to have the same dtype)|found dtype \w+ but expected \w+"
         r"|Input, output and indices must be on the current device|Placeholder storage has not been allocated on MPS device"
-        r"|Expected tensor for argument #\d+ '\w+' to have the same type as tensor for argument", _I),
+        r"|Expected tensor for argument #\d+ '\w+' to have the same type as tensor for argument"
+        # torch_xla given a CPU tensor for an op on the TPU (its bridge's check on the operand).
+        r"|Input tensor is not an XLA tensor|aten_xla_bridge\.cpp:\d+ : Check failed: xtensor\b", _I),
      ('to have the same type as tensor', 'expected all tensors', 'should be the same', 'expected scalar type', 'same dtype', 'but expected',
-      'must be on the current device', 'placeholder storage')),
+      'must be on the current device', 'placeholder storage', 'not an xla tensor', 'check failed: xtensor')),
     ("AUTOGRAD_ERROR", "CONFIG_INVALID", re.compile(
         r"modified by an inplace operation|Trying to backward through the graph a second time"
         r"|element 0 of tensors does not require grad and does not have a grad_fn"
