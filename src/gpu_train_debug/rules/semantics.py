@@ -69,8 +69,9 @@ _NO_LOSS = re.compile(r"The model did not return a loss from the inputs")
 _IMAGE_UNREADABLE = re.compile(r"cannot identify image file|\bUnidentifiedImageError\b|broken data stream when reading image file"
                                r"|\bTruncated File Read\b", _I)
 _FILE_NOT_FOUND = re.compile(r"\b(?:Image|File|Label|Annotation)s? Not Found\b:?\s+['\"]?[^\s'\"]+\.(?:jpe?g|png|bmp|tiff?|webp|txt|json|xml|npy)\b", _I)
-_NO_TEMPLATE = re.compile(r"tokenizer\.chat_template is not set|Cannot use chat template functions|"
-                          r"does not have a chat template|no chat template (?:is )?(?:set|defined|found)", _I)
+# A tokenizer without a chat template asked to apply one (transformers' refusal, and projects' own wordings).
+NO_TEMPLATE = re.compile(r"tokenizer\.chat_template is not set|Cannot use chat template functions|"
+                         r"does not have a chat template|no chat template (?:is )?(?:set|defined|found)", _I)
 # A model wrapper asked for the wrapped model's own method or attribute (the script forgot `.module`).
 _WRAPPED = re.compile(r"'(?:DataParallel|DistributedDataParallel|FullyShardedDataParallel)' object has no attribute '(?!module')\w+'")
 # transformers' Trainer refusing to train a quantized base model that carries no adapters.
@@ -79,7 +80,10 @@ _QUANTIZED_ONLY = re.compile(r"You cannot perform fine-tuning on purely quantize
 _STATE_KEYS = re.compile(r"\b(?:unexpected|missing) keys? \"[\w.]+\" in state_dict")
 # timm's registry has no model of that name: the config or the command line names one nobody registered.
 _UNKNOWN_MODEL = re.compile(r"\bRuntimeError: Unknown model \([\w.-]+\)")
-_NO_COLUMN = re.compile(r"does not contain (?:a|any) columns? named|\bColumn '?[\w.-]+'? not in the dataset", _I)
+# A dataset asked for a column or a split it does not have (datasets' `Column 'x' not in the dataset`,
+# `Unknown split "validation". Should be one of [...]`, a trainer's `does not contain a column named`).
+NO_COLUMN = re.compile(r"does not contain (?:a|any) columns? named|\bColumn '?[^\n']{1,80}'? not in the dataset"
+                       r"|Unknown split \"[^\"\n]{1,40}\"\. Should be one of", _I)
 _DATASET_FRAME = re.compile(r"[/\\]datasets[/\\](?:formatting|arrow_dataset|features)")
 _HUB_DATASET = re.compile(r"doesn't exist on the Hub or cannot be accessed|\bDatasetNotFoundError\b")
 
@@ -126,8 +130,8 @@ _WORDS = {
     "_NO_LOSS": ("did not return a loss",),
     "_IMAGE_UNREADABLE": ("identify image", "unidentifiedimageerror", "broken data stream", "truncated file read"),
     "_FILE_NOT_FOUND": ("not found",),
-    "_NO_TEMPLATE": ("chat template", "chat_template"),
-    "_NO_COLUMN": ("column",),
+    "NO_TEMPLATE": ("chat template", "chat_template"),
+    "NO_COLUMN": ("column", "unknown split"),
     "_WRAPPED": ("dataparallel' object has no attribute", "fullyshardeddataparallel' object has no attribute"),
     "_QUANTIZED_ONLY": ("purely quantized",),
     "_STATE_KEYS": ("in state_dict",),
@@ -246,7 +250,7 @@ def read(log, raised=None, link=None):
 
 
 _FIXED = (
-    ("_NO_TEMPLATE", "TOKENIZER", "TOKENIZER_NO_CHAT_TEMPLATE", lambda said: (
+    ("NO_TEMPLATE", "TOKENIZER", "TOKENIZER_NO_CHAT_TEMPLATE", lambda said: (
         f"The tokenizer has no chat template ({said[:80]}): base (not instruction-tuned) models ship none, and "
         "transformers no longer supplies a default. Use the model's Instruct/chat variant, or set one "
         "(`tokenizer.chat_template = ...`, or the trainer's template option) before formatting the data.")),
@@ -281,7 +285,7 @@ _FIXED = (
     ("_HUB_DATASET", "DATA", "HUB_ACCESS_DENIED", lambda said: (
         f"The Hugging Face Hub refused the dataset ({said[:80]}): the id is misspelt, private or gated. Check "
         "the id, log in (`huggingface-cli login` or HF_TOKEN) and accept its terms, or point at a local copy.")),
-    ("_NO_COLUMN", "DATA", "DATASET_KEY", lambda said: (
+    ("NO_COLUMN", "DATA", "DATASET_KEY", lambda said: (
         f"The dataset has no column of the name the trainer reads ({said[:80]}). Rename the column (e.g. to "
         "`text`), or tell the trainer its name (dataset_text_field, formatting_func).")),
     ("_DTYPE_CLASH", "CONFIG_INVALID", "DEVICE_MISMATCH", lambda said: (
