@@ -124,3 +124,51 @@ def test_an_empty_or_root_path_is_a_setting_not_a_missing_file(path):
            f"FileNotFoundError: [Errno 2] No such file or directory: '{path}'\n")
     result = diagnose(log, None, {"status": "crash"})
     assert (result["family"], result["codes"]) == ("CONFIG_INVALID", ["CONFIG_VALUE"]), result["explanation"]
+
+
+# dev26 (run settings and data round): each shape pinned by a synthetic line in the form of the real
+# message (the corpus id in the comment is where the shape came from).
+@pytest.mark.parametrize("log, family, code", [
+    # openvla-oft-148: tensorflow-datasets' split refusal, single quotes, quoted in a sentence
+    ("I set --use_val_set True and got: ValueError: Unknown split 'val'. Should be one of ['train'].\n",
+     "DATA", "DATASET_KEY"),
+    # datasets' own wording of the same refusal, double quotes
+    ('ValueError: Unknown split "validation". Should be one of [\'train\', \'test\'].\n', "DATA", "DATASET_KEY"),
+    # querydet-46: PyYAML's words and mark, pasted by a debugger without the exception's module
+    ('Exception has occurred: ScannerError\nmapping values are not allowed here\n'
+     '  in "/w/proj/configs/base.yaml", line 5, column 29\n', "CONFIG_INVALID", "CONFIG_VALUE"),
+    ("could not find expected ':'\n  in \"<unicode string>\", line 12, column 3:\n", "CONFIG_INVALID", "CONFIG_VALUE"),
+    # deepfacelab-5697: argparse's refusal retyped without its spaces
+    ("i get an error \"main.py train:error:argument --model:invalid choice:'X' (choose from 'A','B')\"\n",
+     "CONFIG_INVALID", "USAGE_ERROR"),
+    # chatglm-finetune-lora-32: a loss printed as bare scalar tensors that turns NaN
+    ("tensor(3.2207, device='cuda:0')\ntensor(nan, device='cuda:0')\ntensor(nan, device='cuda:0')\n",
+     "NAN_LOSS", "LOSS_DIVERGED"),
+    # diffusers-125: a setting left None, dereferenced by accelerate's launcher
+    ("Traceback (most recent call last):\n  File \"/usr/lib/python3.7/site-packages/accelerate/commands/launch.py\", "
+     "line 280, in simple_launcher\n    mixed_precision = PrecisionType(args.mixed_precision.lower())\n"
+     "AttributeError: 'NoneType' object has no attribute 'lower'\n", "CONFIG_INVALID", "CONFIG_VALUE"),
+    # xturing-261: a JSON Lines reader's KeyError on a record without the field
+    ("Traceback (most recent call last):\n  File \"/usr/lib/python3.10/site-packages/lib/data/reader.py\", line 89, "
+     "in from_jsonl\n    data[\"text\"].append(row[\"text\"])\nKeyError: 'text'\n", "DATA", "DATASET_KEY"),
+])
+def test_dev26_shapes(log, family, code):
+    result = diagnose(log, None, {"status": "crash"})
+    assert (result["family"], result["codes"]) == (family, [code]), result["explanation"]
+
+
+@pytest.mark.parametrize("log", [
+    # the YAML words without PyYAML's file/line mark
+    "note: mapping values are not allowed here, the docs say\n",
+    # scalar tensors that were never finite: no loss seen to turn
+    "tensor(nan, device='cuda:0')\ntensor(nan, device='cuda:0')\n",
+    # a None dereferenced in the project's model code, not where settings are read
+    "Traceback (most recent call last):\n  File \"/w/p/model.py\", line 3, in forward\n    x = self.head.weight\n"
+    "AttributeError: 'NoneType' object has no attribute 'weight'\n",
+    # a KeyError in a function that is not a file reader
+    "Traceback (most recent call last):\n  File \"/w/p/train.py\", line 3, in build\n    m = MODELS[name]\n"
+    "KeyError: 'resnet'\n",
+])
+def test_dev26_shapes_need_their_evidence(log):
+    result = diagnose(log, None, {"status": "crash"})
+    assert result["codes"] not in (["CONFIG_VALUE"], ["LOSS_DIVERGED"], ["DATASET_KEY"]), result["explanation"]

@@ -33,6 +33,7 @@ family is worse than UNKNOWN). Standard library only, bounded scans.
 import re
 
 from gpu_train_debug import logtext
+from gpu_train_debug.rules import semantics
 
 # Every code a fallback here can give (references/diagnosis-codes.md documents each).
 CODES = ("FILE_MISSING", "NO_CUDA_DEVICE", "DATA_FORMAT", "CONFIG_VALUE", "PACKAGE_VERSION", "CODE_ERROR",
@@ -219,8 +220,6 @@ _EVAL_WITHOUT_DATA = re.compile(r"evaluation requires an eval_dataset|--do_eval 
 _TF32 = re.compile(r"--tf32 requires Ampere or a newer GPU")
 _LAZY_IMPORT = re.compile(r"Failed to import [\w.]+ because of the following error")
 _EMPTY_SAMPLER = re.compile(r"num_samples should be a positive integer value, but got num_samples=0")
-_NO_COLUMN = re.compile(r"Column '?[^\n']{1,80}'? not in the dataset|Unknown split \"[^\"\n]{1,40}\"\. Should be one of")
-_NO_CHAT_TEMPLATE = re.compile(r"tokenizer\.chat_template is not set")
 # transformers/peft classes whose missing attribute means another release (a method added or removed).
 _LIBRARY_OBJECT = re.compile(r"^'(?:\w+(?:ForCausalLM|ForConditionalGeneration|ForSequenceClassification|ForTokenClassification"
                              r"|ForMaskedLM|ForQuestionAnswering|PreTrainedModel|TokenizerFast|Tokenizer)|"
@@ -247,11 +246,11 @@ def message_contract(raised):
             f"{raised.text()[:120]}: the dataset is empty (0 samples), so the sampler has nothing to draw. Check "
             "the data path and the files it should match, and filters (max length, empty texts) that can drop "
             "every sample."))
-    if _NO_COLUMN.search(message) and raised.name in ("KeyError", "ValueError"):
+    if semantics.NO_COLUMN.search(message) and raised.name in ("KeyError", "ValueError"):
         return ("DATA", ["DATASET_KEY"], "the dataset has no such column or split", (
             f"{raised.text()[:160]}: the dataset does not have the column or split the code asks for. Rename the "
             "field in the data, or point the code at the column/split the data has."))
-    if raised.name == "ValueError" and _NO_CHAT_TEMPLATE.search(message):
+    if raised.name == "ValueError" and semantics.NO_TEMPLATE.search(message):
         return ("TOKENIZER", ["TOKENIZER_NO_CHAT_TEMPLATE"], "the tokenizer has no chat template", (
             f"{raised.text()[:120]}: the tokenizer (a base model's, most often) has no chat template. Use the "
             "instruct/chat model's tokenizer, or set tokenizer.chat_template (or the trainer's template option)."))

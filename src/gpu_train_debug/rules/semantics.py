@@ -17,10 +17,11 @@ _I, _M = re.I, re.M
 
 # argparse (and jsonargparse) refusing a command line: `<prog>: error: <what>`, where <prog> is
 # whatever the script is called (`train.py`, `iColoriT training scripts`, none at all). The
-# wording after `error:` is argparse's own, so the rule holds for every program.
+# wording after `error:` is argparse's own, so the rule holds for every program, also where a user
+# retyped it without its spaces (`main.py train:error:argument --model:invalid choice:'SAE'`).
 USAGE = re.compile(
-    r"^[^\S\n]*(?:[^\n:]{1,80}:[^\S\n]*)?error:[^\S\n]+(?:unrecognized arguments:|the following arguments are required:"
-    r"|argument [^\n]{1,80}?: (?:invalid (?:choice|[\w ]{1,20}value)|expected (?:one|at least|\d)|ignored explicit"
+    r"^[^\S\n]*(?:[^\n:]{1,80}:[^\S\n]*)?error:[^\S\n]*(?:unrecognized arguments:|the following arguments are required:"
+    r"|argument [^\n]{1,80}?:[^\S\n]*(?:invalid (?:choice|[\w ]{1,20}value)|expected (?:one|at least|\d)|ignored explicit"
     r"|not allowed with|conflicting)|ambiguous option:|one of the arguments [^\n]{1,80} is required)"
     # transformers' HfArgumentParser, refusing the same way
     r"|Some specified arguments are not used by the HfArgumentParser", _M)
@@ -32,6 +33,15 @@ _SCHEMA = re.compile(
     r"|InterpolationResolutionError)\b:?|\bhydra\.errors\.\w+|Non-existent config key:|\bConfigValueError\b"
     # an exception class that names a misconfiguration (Lightning's MisconfigurationException, ...)
     r"|\b\w*Misconfiguration(?:Exception|Error)\b|\bInvalidConfig(?:uration)?(?:Error|Exception)\b", _I)
+
+# PyYAML's scanner/parser refusing a file, in its own words and with its `in "<file>", line N, column M`
+# mark: whatever class name was printed with it (or none, as debuggers paste it), a config that is not YAML.
+_YAML_SYNTAX = re.compile(
+    r"mapping values are not allowed here|while scanning a (?:simple key|quoted scalar|block scalar|plain scalar)"
+    r"|could not find expected ':'|found character '[^'\n]{1,4}' that cannot start any token"
+    r"|while parsing a (?:block|flow) (?:mapping|sequence|collection)|expected <block end>, but found"
+    r"|did not find expected (?:key|'-' indicator|node content)|found undefined alias")
+_YAML_MARK = re.compile(r"^[^\S\n]*in [\"'<][^\n]{1,300}, line \d+, column \d+", _M)
 
 # A library's own validation of its arguments or config: where it was raised...
 _VALIDATING_FRAME = re.compile(
@@ -69,8 +79,9 @@ _NO_LOSS = re.compile(r"The model did not return a loss from the inputs")
 _IMAGE_UNREADABLE = re.compile(r"cannot identify image file|\bUnidentifiedImageError\b|broken data stream when reading image file"
                                r"|\bTruncated File Read\b", _I)
 _FILE_NOT_FOUND = re.compile(r"\b(?:Image|File|Label|Annotation)s? Not Found\b:?\s+['\"]?[^\s'\"]+\.(?:jpe?g|png|bmp|tiff?|webp|txt|json|xml|npy)\b", _I)
-_NO_TEMPLATE = re.compile(r"tokenizer\.chat_template is not set|Cannot use chat template functions|"
-                          r"does not have a chat template|no chat template (?:is )?(?:set|defined|found)", _I)
+# A tokenizer without a chat template asked to apply one (transformers' refusal, and projects' own wordings).
+NO_TEMPLATE = re.compile(r"tokenizer\.chat_template is not set|Cannot use chat template functions|"
+                         r"does not have a chat template|no chat template (?:is )?(?:set|defined|found)", _I)
 # A model wrapper asked for the wrapped model's own method or attribute (the script forgot `.module`).
 _WRAPPED = re.compile(r"'(?:DataParallel|DistributedDataParallel|FullyShardedDataParallel)' object has no attribute '(?!module')\w+'")
 # transformers' Trainer refusing to train a quantized base model that carries no adapters.
@@ -79,7 +90,14 @@ _QUANTIZED_ONLY = re.compile(r"You cannot perform fine-tuning on purely quantize
 _STATE_KEYS = re.compile(r"\b(?:unexpected|missing) keys? \"[\w.]+\" in state_dict")
 # timm's registry has no model of that name: the config or the command line names one nobody registered.
 _UNKNOWN_MODEL = re.compile(r"\bRuntimeError: Unknown model \([\w.-]+\)")
-_NO_COLUMN = re.compile(r"does not contain (?:a|any) columns? named|\bColumn '?[\w.-]+'? not in the dataset", _I)
+# A dataset asked for a column or a split it does not have (datasets' `Column 'x' not in the dataset`,
+# `Unknown split "validation". Should be one of [...]` and tensorflow-datasets' `Unknown split 'val'`,
+# a trainer's `does not contain a column named`).
+NO_COLUMN = re.compile(r"does not contain (?:a|any) columns? named|\bColumn '?[^\n']{1,80}'? not in the dataset"
+                       r"|Unknown split [\"'][^\"'\n]{1,40}[\"']\.? Should be one of", _I)
+# A function that reads records from a JSON/JSON Lines/CSV file (`from_jsonl`, `load_json`, `read_csv_file`):
+# a KeyError raised there is a record without the field the reader expects.
+_RECORD_READER = re.compile(r"^_?(?:from|load|read|parse)_?(?:jsonl?|json_?lines|csv|tsv)(?:_file|_data)?$", _I)
 _DATASET_FRAME = re.compile(r"[/\\]datasets[/\\](?:formatting|arrow_dataset|features)")
 _HUB_DATASET = re.compile(r"doesn't exist on the Hub or cannot be accessed|\bDatasetNotFoundError\b")
 
@@ -119,6 +137,8 @@ _WORDS = {
     "_SCHEMA": ("validationerror", "omegaconf", "configattributeerror", "configkeyerror", "missingmandatoryvalue",
                 "configcompositionexception", "interpolationresolutionerror", "hydra.errors", "non-existent config key",
                 "configvalueerror", "misconfiguration", "invalidconfig"),
+    "_YAML_SYNTAX": ("mapping values", "while scanning a", "could not find expected", "cannot start any token",
+                     "while parsing a", "expected <block end>", "did not find expected", "undefined alias"),
     "_NO_PARAMETERS": ("parameter",),
     "_SCHEDULE_OVERRUN": ("tried to step",),
     "_EMPTY": ("num_samples", "dataset is empty", "found 0 ", "no samples", "no examples", "no images", "no training"),
@@ -126,8 +146,8 @@ _WORDS = {
     "_NO_LOSS": ("did not return a loss",),
     "_IMAGE_UNREADABLE": ("identify image", "unidentifiedimageerror", "broken data stream", "truncated file read"),
     "_FILE_NOT_FOUND": ("not found",),
-    "_NO_TEMPLATE": ("chat template", "chat_template"),
-    "_NO_COLUMN": ("column",),
+    "NO_TEMPLATE": ("chat template", "chat_template"),
+    "NO_COLUMN": ("column", "unknown split"),
     "_WRAPPED": ("dataparallel' object has no attribute", "fullyshardeddataparallel' object has no attribute"),
     "_QUANTIZED_ONLY": ("purely quantized",),
     "_STATE_KEYS": ("in state_dict",),
@@ -142,6 +162,7 @@ _WORDS = {
     "_NAN_METRIC": ("nan", "inf"),
     "_SCALE_COLLAPSE": ("found nan", "found inf", "loss scale", "loss_scale", "gradient overflow"),
     "_STEP_NAN": ("nan", "inf"),
+    "_TENSOR_NAN": ("tensor(",),
 }
 
 
@@ -175,6 +196,12 @@ def usage_error(log):
     return _search("USAGE", log, log.lower())[0]
 
 
+# A loop that prints its loss as a bare scalar tensor, one per line (`print(loss.detach().float())` gives
+# `tensor(3.2207, device='cuda:0')`), and then `tensor(nan, ...)` lines: the loss turned NaN and stayed.
+_SCALAR_TENSOR = r"^[^\S\n]*tensor\([^\S\n]*{}[^\S\n]*(?:,[^\S\n]*(?:device|dtype|grad_fn|requires_grad)=[^,()\n]{{1,40}}){{0,3}}\)[^\S\n]*$"
+_TENSOR_VALUE = re.compile(_SCALAR_TENSOR.format(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?"), _M | _I)
+_TENSOR_NAN = re.compile(_SCALAR_TENSOR.format(r"(?:nan|-?inf)"), _M | _I)
+
 _STEP_VALUE = re.compile(r"^[^\S\n]*\d+[^\S\n]*[,:|\t ][^\S\n]*\d+\.\d+[^\S\n]*$", _M)
 _STEP_NAN = re.compile(r"^[^\S\n]*\d+[^\S\n]*[,:|\t ][^\S\n]*(?:nan|inf)[^\S\n]*$", _M | _I)
 
@@ -194,7 +221,18 @@ def nan_losses(log):
         at = log.find(_line(text, turned))
         if len(_STEP_VALUE.findall(log[max(0, at - 4000):at])) >= 2:
             return "LOSS_DIVERGED", _line(text, turned)
-    return None
+    return _tensor_column(log, lower)
+
+
+def _tensor_column(log, lower):
+    """('LOSS_DIVERGED', line) when bare scalar tensors printed one per line turn from finite to NaN/inf."""
+    turned, text = _search("_TENSOR_NAN", log, lower)
+    if not turned or len(_TENSOR_NAN.findall(text)) < 2:
+        return None
+    first = _line(text, turned)
+    if not _TENSOR_VALUE.search(text[:turned.start()]):
+        return None   # never finite: no loss seen to turn, perhaps not a loss at all
+    return "LOSS_DIVERGED", first
 
 
 def read(log, raised=None, link=None):
@@ -220,6 +258,14 @@ def read(log, raised=None, link=None):
                 "value of the wrong type. Fix the keys the error lists in the config file (the project's example "
                 "configs for the installed version show the layout), or install the version the config was "
                 "written for.")
+    yaml = _yaml_syntax(log, lower)
+    if yaml:
+        return yaml
+    if raised is not None and raised.name == "KeyError" and _RECORD_READER.match(raised.function or ""):
+        return ("DATA", "DATASET_KEY", message,
+                f"{message[:100]}, raised in {raised.function}() while it read the data file's records: a record "
+                "has no such field. Give every record the fields the reader expects (the project's data format: "
+                "names, case, nesting), or convert the file to that format.")
     if raised is not None and raised.name == "KeyError" and (_DATASET_FRAME.search(frames) or _DATASET_FRAME.search(printed)):
         return ("DATA", "DATASET_KEY", message,
                 f"{message[:100]}: a row of the dataset has no such column (it was looked up by the `datasets` "
@@ -230,6 +276,9 @@ def read(log, raised=None, link=None):
         hit = globals()[name].search(message) or found
         if hit:
             return family, code, _line(text, found) if found else message, explain(hit.group(0))
+    unset = _unset_setting(raised)
+    if unset:
+        return unset
     if raised is not None and raised.name in ("ValueError", "AssertionError", "TypeError", "KeyError"):
         # A check that names the GPU, CUDA, a device or a version refuses the machine, not a setting.
         validating = _VALIDATING_FRAME.search(frames) and not _OTHER_SUBJECT.search(raised.message)
@@ -245,8 +294,41 @@ def read(log, raised=None, link=None):
     return None
 
 
+# A setting nobody set, dereferenced by the code that reads the settings: `'NoneType' object has no
+# attribute 'lower'` raised in accelerate's launcher, a TrainingArguments __post_init__, a config module.
+_NONE_ATTRIBUTE = re.compile(r"^'NoneType' object has no attribute '\w+'")
+# Where a launcher or a script reads its settings (not a model's own configuration class).
+_SETTINGS_FRAME = re.compile(r"accelerate[/\\]commands[/\\]|training_args\.py|hf_argparser\.py|__post_init__"
+                             r"|[/\\](?:configs?|arguments?|args|options|opts|parse_config|config_utils)\.py", _I)
+
+
+def _unset_setting(raised):
+    """A None setting dereferenced in the frame that reads arguments or configuration, or None."""
+    if raised is None or raised.name != "AttributeError" or not _NONE_ATTRIBUTE.match(raised.message or ""):
+        return None
+    if not _SETTINGS_FRAME.search(f"{raised.file or ''} {raised.function or ''}"):
+        return None
+    return ("CONFIG_INVALID", "CONFIG_VALUE", raised.text(),
+            f"{raised.text()[:120]}, raised at {raised.where()} where the settings are read: a setting the "
+            "run needs was never given (None), such as a launcher that was not configured (`accelerate config`), "
+            "an argument left out of the command line, or a key missing from the config file. Set it (the "
+            "launcher's config, the command line or the config file).")
+
+
+def _yaml_syntax(log, lower):
+    """PyYAML's syntax error with its file/line mark: the config file is not valid YAML."""
+    found, text = _search("_YAML_SYNTAX", log, lower)
+    if not found or not _YAML_MARK.search(log):
+        return None
+    return ("CONFIG_INVALID", "CONFIG_VALUE", _line(text, found),
+            f"The YAML parser refused a config file ({found.group(0)}): a line that is not `key: value` (a "
+            "missing space after the colon, a tab, an unquoted value holding `:`, Python code in a .yaml file, "
+            "indentation that breaks a mapping). Fix the file at the line and column the error names (`in "
+            "\"<file>\", line N, column M`), or use the config file the project ships for this version.")
+
+
 _FIXED = (
-    ("_NO_TEMPLATE", "TOKENIZER", "TOKENIZER_NO_CHAT_TEMPLATE", lambda said: (
+    ("NO_TEMPLATE", "TOKENIZER", "TOKENIZER_NO_CHAT_TEMPLATE", lambda said: (
         f"The tokenizer has no chat template ({said[:80]}): base (not instruction-tuned) models ship none, and "
         "transformers no longer supplies a default. Use the model's Instruct/chat variant, or set one "
         "(`tokenizer.chat_template = ...`, or the trainer's template option) before formatting the data.")),
@@ -281,7 +363,7 @@ _FIXED = (
     ("_HUB_DATASET", "DATA", "HUB_ACCESS_DENIED", lambda said: (
         f"The Hugging Face Hub refused the dataset ({said[:80]}): the id is misspelt, private or gated. Check "
         "the id, log in (`huggingface-cli login` or HF_TOKEN) and accept its terms, or point at a local copy.")),
-    ("_NO_COLUMN", "DATA", "DATASET_KEY", lambda said: (
+    ("NO_COLUMN", "DATA", "DATASET_KEY", lambda said: (
         f"The dataset has no column of the name the trainer reads ({said[:80]}). Rename the column (e.g. to "
         "`text`), or tell the trainer its name (dataset_text_field, formatting_func).")),
     ("_DTYPE_CLASH", "CONFIG_INVALID", "DEVICE_MISMATCH", lambda said: (
