@@ -45,7 +45,6 @@ _TF_DLERROR = re.compile(r"Could not load dynamic library '[^'\n]+'; dlerror:|Ca
 # An exception that is itself about a library or the GPU (then the loader's warning explains it).
 _LIBRARY_WORDS = re.compile(r"ImportError|OSError|shared object|dlerror|\blib\w+\.so|DLL|CUDA|cuda|GPU|device", re.I)
 _GPU_WORDS = re.compile(r"cuda|\bgpu|device|driver|nvidia|\bhip\b|rocm", re.I)
-_RANK_PREFIX = re.compile(r"\[(?:rank|default)(\d+)\]:")
 _ANY_RANK = re.compile(r"\[(?:rank|default)(\d+)\]:|\bRank (\d+)\]")
 # Exceptions that are always the code's own mistake, wherever they are raised.
 _ALWAYS_CODE = ("NameError", "SyntaxError", "IndentationError", "TabError", "UnboundLocalError")
@@ -70,8 +69,9 @@ def diagnose(log_text, config=None, profile=None):
     raw = excerpt(log_text or "")
     # The benchmark's own reason line, read before normalising (which could join one out of split text).
     verdict = harness_verdict.find(raw)
-    # One failure per line: \r redraws split, ANSI colours, quote markers and wraps undone.
-    log_text = logtext.normalise(raw)
+    # One failure per line: \r redraws split, ANSI colours, quote markers and wraps undone; then the
+    # per-line envelopes (rank prefixes, timestamps, logger headers) go, the ranks kept by line.
+    log_text, ranks = logtext.normalise_lines(raw)
     config = dict(config or {})
     profile = dict(profile or {})
     if "micro_batch" in config:
@@ -82,7 +82,7 @@ def diagnose(log_text, config=None, profile=None):
             pass  # not a complete task config: diagnose from the log alone
     config = _clean(config)
     config.update(patterns.printed_shapes(log_text, config.get("DEVICE_BATCH_SIZE")))
-    return _Diagnosis(log_text, config, _clean_profile(profile), verdict).run()
+    return _Diagnosis(log_text, config, _clean_profile(profile), verdict, ranks).run()
 
 
 def _clean_profile(profile):
@@ -116,8 +116,9 @@ def _clean(config):
 
 
 class _Diagnosis:
-    def __init__(self, log_text, config, profile, verdict=None):
+    def __init__(self, log_text, config, profile, verdict=None, ranks=None):
         self.log, self.config, self.profile = log_text, config, profile
+        self.ranks = ranks or {}   # {line index: rank} of the lines a `[rankN]:` prefix named
         self.verdict = verdict
         self.status = str(profile.get("status") or "")
         self.reason = str(profile.get("reason") or "")
@@ -158,7 +159,7 @@ class _Diagnosis:
     def run(self):
         # Structure first: the exception chain, its frames and libraries, the rank that failed
         # first, the warnings before the failure (gpu_train_debug/evidence.py).
-        self.ev = evidence.read(self.log)
+        self.ev = evidence.read(self.log, self.ranks)
         self.decided_by = []
         found = self._first_failed_rank_first(patterns.scan(self.log))
         decided = None if self.status == "implausible" else self._from_benchmark(found)
@@ -210,10 +211,14 @@ class _Diagnosis:
         """Record the line that decided the diagnosis (and the rank that printed it)."""
         line = self._line(match).strip()
         entry = {"line": line[:300], "why": why}
-        rank = _RANK_PREFIX.search(line)
-        if rank:
-            entry["rank"] = int(rank.group(1))
+        rank = self._rank_of(match.start())
+        if rank is not None:
+            entry["rank"] = rank
         self.decided_by.append(entry)
+
+    def _rank_of(self, offset):
+        """The rank whose `[rankN]:` prefix the line at `offset` carried (stripped from the text), or None."""
+        return self.ranks.get(logtext.line_index(self.log, offset)) if self.ranks else None
 
     def _first_failed_rank_first(self, found):
         """torchrun's `Root Cause (first observed failure)` names the rank that failed first: its
@@ -221,8 +226,7 @@ class _Diagnosis:
         root = self.ev.root_cause
         if not root or root.rank is None or len(found) < 2:
             return found
-        prefix = (f"[rank{root.rank}]:", f"[default{root.rank}]:")
-        own = [f for f in found if self._line(f[2]).lstrip().startswith(prefix)]
+        own = [f for f in found if self._rank_of(f[2].start()) == root.rank]
         return own + [f for f in found if f not in own]
 
     def _cause_of(self, found):
@@ -1536,10 +1540,14 @@ class _Diagnosis:
         waits = _watchdog_waits(self.log)
         ranks = sorted({rank for rank, _, _, _ in waits})
         where = sorted({(seq, op) for _, seq, op, _ in waits})
-        tail = self.log[-65536:]
-        seen = {int(r) for r in _RANK_PREFIX.findall(tail)}
-        waited = set(ranks) | {int(r) for line in tail.splitlines() if "watchdog" in line.lower()
+        begin = max(0, len(self.log) - 65536)
+        first = logtext.line_index(self.log, begin)
+        lines = self.log[begin:].split("\n")
+        seen = {rank for index, rank in self.ranks.items() if index >= first}
+        waited = set(ranks) | {int(r) for line in lines if "watchdog" in line.lower()
                                for pair in _ANY_RANK.findall(line) for r in pair if r}
+        waited |= {self.ranks[first + k] for k, line in enumerate(lines)
+                   if first + k in self.ranks and "watchdog" in line.lower()}
         absent = sorted(seen - waited)
         busy = _busy_before(self.log, waits[0][3] if waits else len(self.log))
         if ranks:

@@ -155,10 +155,13 @@ def is_launcher_report(raised):
     return raised.name == "CalledProcessError" and bool(_LAUNCHED.search(raised.message))
 
 
-def read(text):
+def read(text, ranks=None):
+    """The evidence of `text`; `ranks` ({line index: rank}, logtext.strip_envelopes) names the rank of
+    each line whose `[rankN]:` prefix was stripped."""
     chain = _chain(text)
     start = chain[0].start if chain else len(text)
-    return Evidence(chain, _root_cause(text), _first_rank(text), _warnings(text, start))
+    first = _first_ranked_error(text, ranks) if ranks else _first_rank(text)
+    return Evidence(chain, _root_cause(text), first, _warnings(text, start))
 
 
 def link_at(text, start):
@@ -227,6 +230,22 @@ def _first_rank(text):
         return None
     match = _RANK_ERROR.search(text, text.rfind("\n", 0, pos) + 1)
     return int(match.group(1)) if match else None
+
+
+_ERROR_START = re.compile(r"[^\S\n]*(?:[\w.]+(?:Error|Exception)\b|Traceback)")
+
+
+def _first_ranked_error(text, ranks):
+    """The rank of the first exception line or traceback among the rank-prefixed lines of the last
+    64 KiB (the same window as _first_rank; the prefixes were stripped, their ranks kept by line)."""
+    first = text.count("\n", 0, max(0, len(text) - RANK_WINDOW))
+    lines = None
+    for index in sorted(i for i in ranks if i >= first):
+        if lines is None:
+            lines = text.split("\n")
+        if index < len(lines) and _ERROR_START.match(lines[index]):
+            return ranks[index]
+    return None
 
 
 _WARNING = re.compile(r"\b\w*Warning\b|\bWARN(?:ING)?\b")
