@@ -797,13 +797,30 @@ class _Diagnosis:
 
     def _killed(self):
         """No exception, but the engine saw the process die on SIGKILL / 137."""
-        if self.exit in ("SIGKILL", "exit 137") and self.status == "crash":
-            return self._host_oom(None)
-        if self.exit in ("SIGSEGV", "exit 139"):
-            return self._segfault(None)
-        if self.exit in ("SIGBUS", "exit 135"):
-            return self._shm(None)
-        return None
+        return self._by_signal(self.exit)
+
+    # What a signal that ended a process says: SIGKILL is the kernel's OOM killer (unless the engine
+    # itself stopped a run that timed out), SIGSEGV a native crash, SIGBUS shared memory that ran out.
+    _SIGNAL_READS = {"SIGKILL": "_host_oom", "exit 137": "_host_oom", "SIGSEGV": "_segfault",
+                     "exit 139": "_segfault", "SIGBUS": "_shm", "exit 135": "_shm"}
+
+    def _by_signal(self, status):
+        read = self._SIGNAL_READS.get(status)
+        if read is None or (read == "_host_oom" and self.status != "crash"):
+            return None
+        return getattr(self, read)(None)
+
+    def _launcher_signal(self, raised):
+        """A launcher's report that its child died on a signal, with no error of the child's own in
+        the log (torch.multiprocessing's `process 0 terminated with signal SIGKILL`, a CalledProcessError
+        that `died with <Signals.SIGKILL: 9>`): the signal is the evidence."""
+        if not evidence.is_launcher_report(raised):
+            return None
+        status = logtext.exit_status(raised.text())
+        read = self._by_signal(status)
+        if read:
+            self.decided_by.append({"line": raised.text()[:200], "why": f"the launcher reported its child ended by {status}"})
+        return read
 
     def _segfault(self, match):
         return "UNKNOWN", ["SEGFAULT"], {}, (
@@ -937,6 +954,11 @@ class _Diagnosis:
                 "always /dev/shm running out (Docker gives a container 64 MB; NCCL and DataLoader workers use it), "
                 "sometimes host memory itself. Raise the shared memory (`docker run --shm-size=16g` or `--ipc=host`, "
                 "a memory-backed /dev/shm volume on Kubernetes), use fewer DataLoader workers, or NCCL_SHM_DISABLE=1.")
+        if re.search(r"nccl|shared memory segment", said, re.I):
+            return "OOM", ["SHM_EXHAUSTED"], {}, (
+                "NCCL could not create its shared-memory segment in /dev/shm (" + said[:80] + "): /dev/shm is too "
+                "small, as in a container (Docker gives 64 MB). Raise it (`docker run --shm-size=8g` or `--ipc=host`, "
+                "a memory-backed /dev/shm volume on Kubernetes), or set NCCL_SHM_DISABLE=1 (slower intra-node traffic).")
         return "OOM", ["SHM_EXHAUSTED"], {}, (
             "DataLoader workers ran out of shared memory (/dev/shm), common in containers: raise it "
             "(`docker run --shm-size=8g`) or use fewer DataLoader workers (num_workers=0).")
@@ -1160,6 +1182,9 @@ class _Diagnosis:
         frame = raised.file or (logtext.deepest_frame(self.log) or ("",))[0]
         self.decided_by.append({"line": raised.text()[:300], "why": "first exception of the last chain"
                                 + (f", raised at {raised.where()}" if raised.file else "")})
+        by_signal = self._launcher_signal(raised)
+        if by_signal:
+            return by_signal
         if name in self._GENERIC and _COMPILER_FRAME.search(frame or ""):
             # The message was cut off, but the traceback ends inside torch.compile's stack.
             fix = self._set("COMPILE", False)
@@ -1491,6 +1516,11 @@ class _Diagnosis:
                 "The rendezvous port is taken (address already in use): another run, or a stale process of an "
                 "earlier one, holds it. Give this run another port (`torchrun --master_port=29501`, or "
                 "`--rdzv_endpoint=localhost:0` to pick a free one) or end the old process.")
+        if code == "DIST_INIT_FAILED" and "response" in text and "expected" in text:
+            return "DISTRIBUTED", [code], {}, (
+                "The rendezvous store answered with something that is not torch's TCPStore protocol (" + text[:60] +
+                "): MASTER_ADDR/MASTER_PORT are empty or point at another service. Pass the master node's address "
+                "and a free port (`--master_addr=<host> --master_port=29500`), the same on every node.")
         if code == "DIST_INIT_FAILED":
             return "DISTRIBUTED", [code], {}, (
                 "The distributed set-up failed before training (" + text[:80] + "): the launcher, the "
@@ -1498,6 +1528,12 @@ class _Diagnosis:
                 "For one GPU, run a single process without the multi-GPU path.")
         if code == "NCCL_TIMEOUT":
             return self._collective_timeout()
+        if re.search(r"Call to ibv_\w+ failed", text):
+            return "DISTRIBUTED", [code], {}, (
+                "NCCL's InfiniBand transport failed (" + text[:70] + "): the nodes have no working IB/RoCE path "
+                "between them (no device, a port down, a container without the IB devices). Without InfiniBand, "
+                "set NCCL_IB_DISABLE=1 so NCCL uses sockets, and NCCL_SOCKET_IFNAME to the interface the nodes "
+                "share; with it, check `ibv_devinfo` on every node.")
         cuda = _NCCL_CUDA_FAILURE.search(self.log, match.start(), match.end() + 3000)
         if cuda:
             return self._nccl_cuda_failure(cuda)

@@ -147,10 +147,17 @@ LAUNCHER_WRAPPERS = ("ChildFailedError", "ProcessExitedException")
 _LAUNCHED = re.compile(r"python|accelerate|torchrun|deepspeed|launch", re.I)
 
 
+# torch.multiprocessing.spawn before 1.8 raised a bare `Exception: process 1 terminated with signal SIGKILL`.
+_SPAWN_REPORT = re.compile(r"process \d+ terminated with (?:signal|exit code)")
+
+
 def is_launcher_report(raised):
-    """A launcher's exception that only says its child failed: torchrun's ChildFailedError, or a
-    CalledProcessError of a Python/accelerate/torchrun/deepspeed command (not of a build tool)."""
+    """A launcher's exception that only says its child failed: torchrun's ChildFailedError,
+    torch.multiprocessing's report of a process that ended, or a CalledProcessError of a
+    Python/accelerate/torchrun/deepspeed command (not of a build tool)."""
     if raised.name in LAUNCHER_WRAPPERS:
+        return True
+    if raised.name == "Exception" and _SPAWN_REPORT.match(raised.message):
         return True
     return raised.name == "CalledProcessError" and bool(_LAUNCHED.search(raised.message))
 

@@ -266,7 +266,10 @@ def last_printed(text, limit=200):
 
 EXIT_STATUS = re.compile(
     r"(?i:exit(?:ed)?(?: with)?(?: code| status)?[ :=]+)(-?\d+)|(?i:exitcode\s*:\s*)(-?\d+)|(?i:failed with code )(-?\d+)"
-    r"|(?i:killed by )(SIG[A-Z]+)|(?i:signal )\d+ \((SIG[A-Z]+)\)|(?i:killed by signal:? )(\d+)")
+    # A launcher's words for its child's signal: `killed by SIGKILL`, torch.multiprocessing's `process 0
+    # terminated with signal SIGKILL`, subprocess's `died with <Signals.SIGKILL: 9>`.
+    r"|(?i:killed by |terminated with signal |died with <Signals\.)(SIG[A-Z]+)|(?i:signal )\d+ \((SIG[A-Z]+)\)"
+    r"|(?i:killed by signal:? )(\d+)")
 _SIGNALS = {9: "SIGKILL", 11: "SIGSEGV", 6: "SIGABRT", 15: "SIGTERM", 2: "SIGINT", 7: "SIGBUS"}
 
 

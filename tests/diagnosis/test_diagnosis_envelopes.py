@@ -106,3 +106,60 @@ def test_an_envelope_on_every_line_changes_no_diagnosis_in_the_corpus():
         for prefix in ("[rank0]: ", "2024-11-20 14:37:16 "):
             wrapped = "\n".join(prefix + line for line in case.text.split("\n"))
             assert run(wrapped)["family"] == base, (case.id, prefix)
+
+
+SPAWN = ('  File "/usr/lib/python3.8/site-packages/torch/multiprocessing/spawn.py", line 130, in join\n'
+         '    raise ProcessExitedException(\n')
+
+
+def test_a_launcher_that_reports_its_child_s_signal_is_read_by_the_signal():
+    # dev27 acumen-4 / prompt4nr-3 (torch.multiprocessing), higherhrnet-47 (torch < 1.8's bare Exception),
+    # and subprocess's CalledProcessError under accelerate: no error of the child's own, only its signal.
+    for said in ("torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with signal SIGKILL",
+                 "Exception: process 1 terminated with signal SIGKILL",
+                 "subprocess.CalledProcessError: Command '['/usr/bin/python', 'train.py']' died with <Signals.SIGKILL: 9>."):
+        result = run("Traceback (most recent call last):\n" + SPAWN + said + "\n")
+        assert (result["family"], result["codes"]) == ("OOM", ["HOST_OOM_KILLED"]), said
+    segv = run("Traceback (most recent call last):\n" + SPAWN +
+               "torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with signal SIGSEGV\n")
+    assert segv["codes"] == ["SEGFAULT"] and segv["family"] == "UNKNOWN"
+    # A run the engine stopped at its time limit also ends in SIGKILL: not the OOM killer.
+    late = diagnose("Exception: process 1 terminated with signal SIGKILL\n", dict(TEMPLATE), {"status": "timeout"})
+    assert late["family"] == "TIMEOUT"
+
+
+def test_the_spawned_child_s_own_error_decides_over_the_wrapper():
+    # torch.multiprocessing prints the child's traceback after its own (fairseq-3353 shape).
+    text = ("Traceback (most recent call last):\n" + SPAWN + "torch.multiprocessing.spawn.ProcessRaisedException: \n\n"
+            "-- Process 3 terminated with the following error:\nTraceback (most recent call last):\n"
+            '  File "/opt/conda/lib/python3.8/site-packages/torch/multiprocessing/spawn.py", line 59, in _wrap\n'
+            "    fn(i, *args)\n"
+            "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 3; 10.76 GiB total capacity)\n")
+    assert run(text)["codes"][0].startswith("OOM_")
+
+
+def test_nccl_transport_failures_and_the_process_group_taking_the_process_down():
+    # dev27 quickstart-6: an InfiniBand verbs call that failed (batch12 nccl-1129: ibv_create_qp).
+    ib = run("10-0-4-11:62452:62548 [0] misc/ibvwrap.cc:284 NCCL WARN Call to ibv_modify_qp failed with error No such device\n"
+             "10-0-4-11:62452:62548 [0] NCCL INFO transport/net_ib.cc:415 -> 2\n")
+    assert (ib["family"], ib["codes"]) == ("DISTRIBUTED", ["NCCL_ERROR"]) and "NCCL_IB_DISABLE=1" in ib["explanation"]
+    # NCCL's harmless probe for the verbs library is no failure.
+    assert run("ai:480850:480850 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\n")["family"] == "UNKNOWN"
+    # dev27 nanogpt-55: ProcessGroupNCCL's own words, alone, and after another rank's OOM (that decides).
+    down = ("[E ProcessGroupNCCL.cpp:455] Some NCCL operations have failed or timed out. Due to the asynchronous nature "
+            "of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.\n"
+            "[E ProcessGroupNCCL.cpp:460] To avoid data inconsistency, we are taking the entire process down.\n")
+    assert run(down)["family"] == "DISTRIBUTED"
+    assert run("[rank1]: torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n" + down)["family"] == "OOM"
+
+
+def test_a_store_that_does_not_speak_the_store_protocol_is_the_rendezvous_address():
+    # dev12 colossalai-5890: torchrun with --master_addr= --master_port= (empty).
+    result = run("RuntimeError: Stop_waiting response is expected\n")
+    assert (result["family"], result["codes"]) == ("DISTRIBUTED", ["DIST_INIT_FAILED"]) and "MASTER_ADDR" in result["explanation"]
+
+
+def test_nccl_s_shared_memory_segment_is_named_as_nccl_s():
+    # dev27 torchtitan-853, easyr1-228: NCCL's segment in /dev/shm, not a DataLoader's.
+    result = run("(Runner pid=868697) Error while creating shared memory segment /dev/shm/nccl-UmqSM9 (size 7340384)\n")
+    assert result["codes"] == ["SHM_EXHAUSTED"] and "NCCL_SHM_DISABLE=1" in result["explanation"]
