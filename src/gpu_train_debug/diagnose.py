@@ -119,6 +119,7 @@ class _Diagnosis:
     def __init__(self, log_text, config, profile, verdict=None, ranks=None):
         self.log, self.config, self.profile = log_text, config, profile
         self.ranks = ranks or {}   # {line index: rank} of the lines a `[rankN]:` prefix named
+        self.child_end = None      # where a launcher's report of its failed child begins (_failing_exception)
         self.verdict = verdict
         self.status = str(profile.get("status") or "")
         self.reason = str(profile.get("reason") or "")
@@ -1153,12 +1154,46 @@ class _Diagnosis:
         """The exception that ended the run: the first of the last chain, or, when that is a
         launcher's report that its child failed, the child's own exception printed before it."""
         raised = logtext.last_exception(self.log)
-        if raised is not None and evidence.is_launcher_report(raised) and raised.start > 0:
+        outer = None
+        # Launchers nest (accelerate runs torchrun runs torch.multiprocessing): walk back through every
+        # report to the first error that is not one; a report with nothing before it stays the answer.
+        while raised is not None and evidence.is_launcher_report(raised) and raised.start > 0:
             child = logtext.last_exception(self.log[:raised.start])
-            if child is not None and not evidence.is_launcher_report(child):
-                self.inter["launcher_error"] = raised.text()[:200]
-                return child
+            if child is None:
+                break
+            outer = outer or raised
+            self.child_end = raised.start
+            raised = child
+        if (raised is not None and evidence.is_launcher_report(raised) and raised.start > 0
+                and logtext.exit_status(raised.text()) not in self._SIGNAL_READS):
+            # The child's error was printed, but not as an exception line of its own (quoted in a
+            # sentence, or only its message): read the text before the report the way a log without
+            # any exception line is read. (A report of the child's signal is read by the signal.)
+            before = self.log[:raised.start]
+            child = fallbacks.pasted_exception(before) or fallbacks.message_only(before)
+            if child is not None:
+                outer = outer or raised
+                self.child_end = raised.start
+                raised = child
+        if outer is not None:
+            self.inter["launcher_error"] = outer.text()[:200]
         return raised
+
+    def _cause_end(self, offset):
+        """Where the traceback of the error at `offset` ends: at the next "During handling ..." /
+        "direct cause" marker (its consequences follow) or a launcher's report, else at the log's end."""
+        ends = [self.log.find(marker, offset) for marker in logtext.CHAINED]
+        ends = [end for end in ends if end >= 0] + [len(self.log)]
+        if self.child_end is not None and self.child_end > offset:
+            ends.append(self.child_end)
+        return min(ends)
+
+    def _chain_of_failure(self):
+        """The exception chain that ended the run: the last one of the log, or the child's when a
+        launcher's report followed it."""
+        if self.child_end is None:
+            return self.ev.chain
+        return evidence.read(self.log[:self.child_end]).chain
 
     def _link(self, raised):
         """The evidence chain link (frames, libraries) of an exception."""
@@ -1179,7 +1214,8 @@ class _Diagnosis:
             self.inter["exception_at"] = raised.where()
         where = f" at {raised.where()}" if raised.file else ""
         name = raised.name
-        frame = raised.file or (logtext.deepest_frame(self.log) or ("",))[0]
+        frame = raised.file or (logtext.deepest_frame(self.log[:self._cause_end(raised.start)],
+                                                      evidence.LAUNCHER_FRAME) or ("",))[0]
         self.decided_by.append({"line": raised.text()[:300], "why": "first exception of the last chain"
                                 + (f", raised at {raised.where()}" if raised.file else "")})
         by_signal = self._launcher_signal(raised)
@@ -1292,7 +1328,7 @@ class _Diagnosis:
         in, the other exceptions of its chain. A diagnosis, False for "name no family", or None."""
         statement = _statement_before(self.log, raised.start)
         own = logtext.own_frame(self.log, raised.start) if raised.file else None
-        names = [raised.name] + [link.name for link in self.ev.chain]
+        names = [raised.name] + [link.name for link in self._chain_of_failure()]
         for read in (lambda: fallbacks.assertion(raised, statement),
                      lambda: fallbacks.dataset_build(names, raised.message, link,
                                                      self.log[max(0, raised.start - 4000):raised.start + 300]),
@@ -1439,10 +1475,12 @@ class _Diagnosis:
         name no family."""
         last = self.log.rfind("stack expects each tensor")   # the traceback's own line, not a quote above it
         # Its frames are above it, or below when the user quoted the error before pasting the traceback.
-        trace = self.log[max(0, last - 5000):last + 5000]
+        trace = self.log[max(0, last - 5000):min(last + 5000, self._cause_end(last))]
         if not re.search(r"torch[/\\]utils[/\\]data[/\\]|DataLoader worker|collate", trace):
             return None
-        last_frames = "\n".join(re.findall(r"(?:File [^\n]*|\S*collate\S*\.py\S* in \w+[^\n]*)", trace)[-2:])
+        frames = re.findall(r"(?:File [^\n]*|\S*collate\S*\.py\S* in \w+[^\n]*)", trace)
+        # A launcher's traceback printed after the child's (torchrun, accelerate) is not where it failed.
+        last_frames = "\n".join([f for f in frames if not evidence.LAUNCHER_FRAME.search(f)][-2:])
         if re.search(r"_utils[/\\]collate\.py|in (?:default_collate|collate_tensor_fn)\b|in __getitem__", last_frames):
             self._decided(match, "torch's collate stacked samples of different sizes")
             return "DATA", ["DATA_SHAPE_INCONSISTENT"], {}, (

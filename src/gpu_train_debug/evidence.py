@@ -147,6 +147,10 @@ LAUNCHER_WRAPPERS = ("ChildFailedError", "ProcessExitedException")
 _LAUNCHED = re.compile(r"python|accelerate|torchrun|deepspeed|launch", re.I)
 
 
+# Frames of the launchers' own machinery: a child's failure is never there.
+LAUNCHER_FRAME = re.compile(r"torch[/\\]distributed[/\\](?:elastic[/\\]|launcher[/\\]|run\.py)|accelerate[/\\]commands[/\\]"
+                            r"|deepspeed[/\\]launcher[/\\]|[/\\]bin[/\\](?:torchrun|accelerate|deepspeed)\b")
+
 # torch.multiprocessing.spawn before 1.8 raised a bare `Exception: process 1 terminated with signal SIGKILL`.
 _SPAWN_REPORT = re.compile(r"process \d+ terminated with (?:signal|exit code)")
 

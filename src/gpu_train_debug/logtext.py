@@ -219,11 +219,13 @@ def _frame(match):
     return match.group(1) or match.group(2), int(match.group(3)), match.group(4)
 
 
-def deepest_frame(text):
-    """(file, line, function) of the last traceback frame printed, or None."""
+def deepest_frame(text, skip=None):
+    """(file, line, function) of the last traceback frame printed (whose file `skip` does not
+    match, e.g. a launcher's own frames), or None."""
     last = None
-    for last in FRAME.finditer(text):
-        pass
+    for match in FRAME.finditer(text):
+        if skip is None or not skip.search(_frame(match)[0]):
+            last = match
     return _frame(last) if last else None
 
 

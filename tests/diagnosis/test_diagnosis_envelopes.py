@@ -163,3 +163,48 @@ def test_nccl_s_shared_memory_segment_is_named_as_nccl_s():
     # dev27 torchtitan-853, easyr1-228: NCCL's segment in /dev/shm, not a DataLoader's.
     result = run("(Runner pid=868697) Error while creating shared memory segment /dev/shm/nccl-UmqSM9 (size 7340384)\n")
     assert result["codes"] == ["SHM_EXHAUSTED"] and "NCCL_SHM_DISABLE=1" in result["explanation"]
+
+
+TORCHRUN_TAIL = (
+    "[2024-04-20 18:56:38,931] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: 1) local_rank: 0\n"
+    "Traceback (most recent call last):\n"
+    '  File "/home/u/.local/bin/torchrun", line 8, in <module>\n    sys.exit(main())\n'
+    '  File "/home/u/.local/lib/python3.10/site-packages/torch/distributed/launcher/api.py", line 263, in launch_agent\n'
+    "    raise ChildFailedError(\n"
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+    "============================================================\ntrain.py FAILED\n"
+    "Root Cause (first observed failure):\n[0]:\n  rank      : 0 (local_rank: 0)\n  exitcode  : 1 (pid: 358104)\n")
+ACCELERATE_TAIL = (
+    "Traceback (most recent call last):\n"
+    '  File "/usr/local/lib/python3.10/site-packages/accelerate/commands/launch.py", line 1017, in simple_launcher\n'
+    "    raise subprocess.CalledProcessError(returncode=process.returncode, cmd=cmd)\n"
+    "subprocess.CalledProcessError: Command '['/usr/bin/python3', 'train.py']' returned non-zero exit status 1.\n")
+
+
+def test_a_launcher_s_report_after_the_child_s_output_changes_nothing():
+    # Each corpus log below, with torchrun's or accelerate's report printed after it, reads as the log
+    # itself: the child's error (an exception line, a pasted one, or a nested launcher's signal report)
+    # decides, and the launcher's own frames are not where it failed.
+    for name in ("xtuner-734-cannot-import-packaging-pkg-resources",      # dev13: the error quoted in a sentence
+                 "cf-net-3-stack-unequal-size-patches",                    # batch10: frames of torch's collate
+                 "stablecascade-33-windows-compile-jupyter",               # train: Jupyter frames, torch.compile
+                 "acumen-4-spawn-sigkill-loguru-annotations",              # dev27: a nested launcher's SIGKILL
+                 "kohya-3268-adafactor-warmup-valueerror"):                # dev8: accelerate's own report first
+        base = run(log(name))
+        for tail in (TORCHRUN_TAIL, ACCELERATE_TAIL):
+            wrapped = run(log(name).rstrip("\n") + "\n" + tail)
+            assert (wrapped["family"], wrapped["codes"]) == (base["family"], base["codes"]), (name, tail[:40])
+    # A report with nothing of the child's before it names no family (precision first).
+    assert run(TORCHRUN_TAIL)["family"] == "UNKNOWN"
+
+
+def test_the_first_error_of_a_chain_decides_and_its_consequences_do_not():
+    # The handler's own failure ("During handling ...", "direct cause") after the cause changes nothing,
+    # including for the rules that read the frames around the cause (batch10 cf-net-3, train stablecascade-33).
+    consequence = ("\n\nDuring handling of the above exception, another exception occurred:\n\nTraceback (most recent call last):\n"
+                   '  File "/home/u/proj/train.py", line 99, in <module>\n    trainer.cleanup()\n'
+                   "AttributeError: 'NoneType' object has no attribute 'close'\n")
+    for name in ("cf-net-3-stack-unequal-size-patches", "stablecascade-33-windows-compile-jupyter",
+                 "flagembedding-709-oom-then-torchrun-exitcode-1"):
+        base = run(log(name))
+        assert run(log(name).rstrip("\n") + consequence)["codes"] == base["codes"], name
