@@ -45,7 +45,6 @@ _TF_DLERROR = re.compile(r"Could not load dynamic library '[^'\n]+'; dlerror:|Ca
 # An exception that is itself about a library or the GPU (then the loader's warning explains it).
 _LIBRARY_WORDS = re.compile(r"ImportError|OSError|shared object|dlerror|\blib\w+\.so|DLL|CUDA|cuda|GPU|device", re.I)
 _GPU_WORDS = re.compile(r"cuda|\bgpu|device|driver|nvidia|\bhip\b|rocm", re.I)
-_RANK_PREFIX = re.compile(r"\[(?:rank|default)(\d+)\]:")
 _ANY_RANK = re.compile(r"\[(?:rank|default)(\d+)\]:|\bRank (\d+)\]")
 # Exceptions that are always the code's own mistake, wherever they are raised.
 _ALWAYS_CODE = ("NameError", "SyntaxError", "IndentationError", "TabError", "UnboundLocalError")
@@ -70,8 +69,9 @@ def diagnose(log_text, config=None, profile=None):
     raw = excerpt(log_text or "")
     # The benchmark's own reason line, read before normalising (which could join one out of split text).
     verdict = harness_verdict.find(raw)
-    # One failure per line: \r redraws split, ANSI colours, quote markers and wraps undone.
-    log_text = logtext.normalise(raw)
+    # One failure per line: \r redraws split, ANSI colours, quote markers and wraps undone; then the
+    # per-line envelopes (rank prefixes, timestamps, logger headers) go, the ranks kept by line.
+    log_text, ranks = logtext.normalise_lines(raw)
     config = dict(config or {})
     profile = dict(profile or {})
     if "micro_batch" in config:
@@ -82,7 +82,7 @@ def diagnose(log_text, config=None, profile=None):
             pass  # not a complete task config: diagnose from the log alone
     config = _clean(config)
     config.update(patterns.printed_shapes(log_text, config.get("DEVICE_BATCH_SIZE")))
-    return _Diagnosis(log_text, config, _clean_profile(profile), verdict).run()
+    return _Diagnosis(log_text, config, _clean_profile(profile), verdict, ranks).run()
 
 
 def _clean_profile(profile):
@@ -116,8 +116,10 @@ def _clean(config):
 
 
 class _Diagnosis:
-    def __init__(self, log_text, config, profile, verdict=None):
+    def __init__(self, log_text, config, profile, verdict=None, ranks=None):
         self.log, self.config, self.profile = log_text, config, profile
+        self.ranks = ranks or {}   # {line index: rank} of the lines a `[rankN]:` prefix named
+        self.child_end = None      # where a launcher's report of its failed child begins (_failing_exception)
         self.verdict = verdict
         self.status = str(profile.get("status") or "")
         self.reason = str(profile.get("reason") or "")
@@ -158,7 +160,7 @@ class _Diagnosis:
     def run(self):
         # Structure first: the exception chain, its frames and libraries, the rank that failed
         # first, the warnings before the failure (gpu_train_debug/evidence.py).
-        self.ev = evidence.read(self.log)
+        self.ev = evidence.read(self.log, self.ranks)
         self.decided_by = []
         found = self._first_failed_rank_first(patterns.scan(self.log))
         decided = None if self.status == "implausible" else self._from_benchmark(found)
@@ -210,10 +212,14 @@ class _Diagnosis:
         """Record the line that decided the diagnosis (and the rank that printed it)."""
         line = self._line(match).strip()
         entry = {"line": line[:300], "why": why}
-        rank = _RANK_PREFIX.search(line)
-        if rank:
-            entry["rank"] = int(rank.group(1))
+        rank = self._rank_of(match.start())
+        if rank is not None:
+            entry["rank"] = rank
         self.decided_by.append(entry)
+
+    def _rank_of(self, offset):
+        """The rank whose `[rankN]:` prefix the line at `offset` carried (stripped from the text), or None."""
+        return self.ranks.get(logtext.line_index(self.log, offset)) if self.ranks else None
 
     def _first_failed_rank_first(self, found):
         """torchrun's `Root Cause (first observed failure)` names the rank that failed first: its
@@ -221,8 +227,7 @@ class _Diagnosis:
         root = self.ev.root_cause
         if not root or root.rank is None or len(found) < 2:
             return found
-        prefix = (f"[rank{root.rank}]:", f"[default{root.rank}]:")
-        own = [f for f in found if self._line(f[2]).lstrip().startswith(prefix)]
+        own = [f for f in found if self._rank_of(f[2].start()) == root.rank]
         return own + [f for f in found if f not in own]
 
     def _cause_of(self, found):
@@ -793,13 +798,30 @@ class _Diagnosis:
 
     def _killed(self):
         """No exception, but the engine saw the process die on SIGKILL / 137."""
-        if self.exit in ("SIGKILL", "exit 137") and self.status == "crash":
-            return self._host_oom(None)
-        if self.exit in ("SIGSEGV", "exit 139"):
-            return self._segfault(None)
-        if self.exit in ("SIGBUS", "exit 135"):
-            return self._shm(None)
-        return None
+        return self._by_signal(self.exit)
+
+    # What a signal that ended a process says: SIGKILL is the kernel's OOM killer (unless the engine
+    # itself stopped a run that timed out), SIGSEGV a native crash, SIGBUS shared memory that ran out.
+    _SIGNAL_READS = {"SIGKILL": "_host_oom", "exit 137": "_host_oom", "SIGSEGV": "_segfault",
+                     "exit 139": "_segfault", "SIGBUS": "_shm", "exit 135": "_shm"}
+
+    def _by_signal(self, status):
+        read = self._SIGNAL_READS.get(status)
+        if read is None or (read == "_host_oom" and self.status != "crash"):
+            return None
+        return getattr(self, read)(None)
+
+    def _launcher_signal(self, raised):
+        """A launcher's report that its child died on a signal, with no error of the child's own in
+        the log (torch.multiprocessing's `process 0 terminated with signal SIGKILL`, a CalledProcessError
+        that `died with <Signals.SIGKILL: 9>`): the signal is the evidence."""
+        if not evidence.is_launcher_report(raised):
+            return None
+        status = logtext.exit_status(raised.text())
+        read = self._by_signal(status)
+        if read:
+            self.decided_by.append({"line": raised.text()[:200], "why": f"the launcher reported its child ended by {status}"})
+        return read
 
     def _segfault(self, match):
         return "UNKNOWN", ["SEGFAULT"], {}, (
@@ -933,6 +955,11 @@ class _Diagnosis:
                 "always /dev/shm running out (Docker gives a container 64 MB; NCCL and DataLoader workers use it), "
                 "sometimes host memory itself. Raise the shared memory (`docker run --shm-size=16g` or `--ipc=host`, "
                 "a memory-backed /dev/shm volume on Kubernetes), use fewer DataLoader workers, or NCCL_SHM_DISABLE=1.")
+        if re.search(r"nccl|shared memory segment", said, re.I):
+            return "OOM", ["SHM_EXHAUSTED"], {}, (
+                "NCCL could not create its shared-memory segment in /dev/shm (" + said[:80] + "): /dev/shm is too "
+                "small, as in a container (Docker gives 64 MB). Raise it (`docker run --shm-size=8g` or `--ipc=host`, "
+                "a memory-backed /dev/shm volume on Kubernetes), or set NCCL_SHM_DISABLE=1 (slower intra-node traffic).")
         return "OOM", ["SHM_EXHAUSTED"], {}, (
             "DataLoader workers ran out of shared memory (/dev/shm), common in containers: raise it "
             "(`docker run --shm-size=8g`) or use fewer DataLoader workers (num_workers=0).")
@@ -1127,12 +1154,46 @@ class _Diagnosis:
         """The exception that ended the run: the first of the last chain, or, when that is a
         launcher's report that its child failed, the child's own exception printed before it."""
         raised = logtext.last_exception(self.log)
-        if raised is not None and evidence.is_launcher_report(raised) and raised.start > 0:
+        outer = None
+        # Launchers nest (accelerate runs torchrun runs torch.multiprocessing): walk back through every
+        # report to the first error that is not one; a report with nothing before it stays the answer.
+        while raised is not None and evidence.is_launcher_report(raised) and raised.start > 0:
             child = logtext.last_exception(self.log[:raised.start])
-            if child is not None and not evidence.is_launcher_report(child):
-                self.inter["launcher_error"] = raised.text()[:200]
-                return child
+            if child is None:
+                break
+            outer = outer or raised
+            self.child_end = raised.start
+            raised = child
+        if (raised is not None and evidence.is_launcher_report(raised) and raised.start > 0
+                and logtext.exit_status(raised.text()) not in self._SIGNAL_READS):
+            # The child's error was printed, but not as an exception line of its own (quoted in a
+            # sentence, or only its message): read the text before the report the way a log without
+            # any exception line is read. (A report of the child's signal is read by the signal.)
+            before = self.log[:raised.start]
+            child = fallbacks.pasted_exception(before) or fallbacks.message_only(before)
+            if child is not None:
+                outer = outer or raised
+                self.child_end = raised.start
+                raised = child
+        if outer is not None:
+            self.inter["launcher_error"] = outer.text()[:200]
         return raised
+
+    def _cause_end(self, offset):
+        """Where the traceback of the error at `offset` ends: at the next "During handling ..." /
+        "direct cause" marker (its consequences follow) or a launcher's report, else at the log's end."""
+        ends = [self.log.find(marker, offset) for marker in logtext.CHAINED]
+        ends = [end for end in ends if end >= 0] + [len(self.log)]
+        if self.child_end is not None and self.child_end > offset:
+            ends.append(self.child_end)
+        return min(ends)
+
+    def _chain_of_failure(self):
+        """The exception chain that ended the run: the last one of the log, or the child's when a
+        launcher's report followed it."""
+        if self.child_end is None:
+            return self.ev.chain
+        return evidence.read(self.log[:self.child_end]).chain
 
     def _link(self, raised):
         """The evidence chain link (frames, libraries) of an exception."""
@@ -1153,9 +1214,13 @@ class _Diagnosis:
             self.inter["exception_at"] = raised.where()
         where = f" at {raised.where()}" if raised.file else ""
         name = raised.name
-        frame = raised.file or (logtext.deepest_frame(self.log) or ("",))[0]
+        frame = raised.file or (logtext.deepest_frame(self.log[:self._cause_end(raised.start)],
+                                                      evidence.LAUNCHER_FRAME) or ("",))[0]
         self.decided_by.append({"line": raised.text()[:300], "why": "first exception of the last chain"
                                 + (f", raised at {raised.where()}" if raised.file else "")})
+        by_signal = self._launcher_signal(raised)
+        if by_signal:
+            return by_signal
         if name in self._GENERIC and _COMPILER_FRAME.search(frame or ""):
             # The message was cut off, but the traceback ends inside torch.compile's stack.
             fix = self._set("COMPILE", False)
@@ -1263,7 +1328,7 @@ class _Diagnosis:
         in, the other exceptions of its chain. A diagnosis, False for "name no family", or None."""
         statement = _statement_before(self.log, raised.start)
         own = logtext.own_frame(self.log, raised.start) if raised.file else None
-        names = [raised.name] + [link.name for link in self.ev.chain]
+        names = [raised.name] + [link.name for link in self._chain_of_failure()]
         for read in (lambda: fallbacks.assertion(raised, statement),
                      lambda: fallbacks.dataset_build(names, raised.message, link,
                                                      self.log[max(0, raised.start - 4000):raised.start + 300]),
@@ -1410,10 +1475,12 @@ class _Diagnosis:
         name no family."""
         last = self.log.rfind("stack expects each tensor")   # the traceback's own line, not a quote above it
         # Its frames are above it, or below when the user quoted the error before pasting the traceback.
-        trace = self.log[max(0, last - 5000):last + 5000]
+        trace = self.log[max(0, last - 5000):min(last + 5000, self._cause_end(last))]
         if not re.search(r"torch[/\\]utils[/\\]data[/\\]|DataLoader worker|collate", trace):
             return None
-        last_frames = "\n".join(re.findall(r"(?:File [^\n]*|\S*collate\S*\.py\S* in \w+[^\n]*)", trace)[-2:])
+        frames = re.findall(r"(?:File [^\n]*|\S*collate\S*\.py\S* in \w+[^\n]*)", trace)
+        # A launcher's traceback printed after the child's (torchrun, accelerate) is not where it failed.
+        last_frames = "\n".join([f for f in frames if not evidence.LAUNCHER_FRAME.search(f)][-2:])
         if re.search(r"_utils[/\\]collate\.py|in (?:default_collate|collate_tensor_fn)\b|in __getitem__", last_frames):
             self._decided(match, "torch's collate stacked samples of different sizes")
             return "DATA", ["DATA_SHAPE_INCONSISTENT"], {}, (
@@ -1487,6 +1554,11 @@ class _Diagnosis:
                 "The rendezvous port is taken (address already in use): another run, or a stale process of an "
                 "earlier one, holds it. Give this run another port (`torchrun --master_port=29501`, or "
                 "`--rdzv_endpoint=localhost:0` to pick a free one) or end the old process.")
+        if code == "DIST_INIT_FAILED" and "response" in text and "expected" in text:
+            return "DISTRIBUTED", [code], {}, (
+                "The rendezvous store answered with something that is not torch's TCPStore protocol (" + text[:60] +
+                "): MASTER_ADDR/MASTER_PORT are empty or point at another service. Pass the master node's address "
+                "and a free port (`--master_addr=<host> --master_port=29500`), the same on every node.")
         if code == "DIST_INIT_FAILED":
             return "DISTRIBUTED", [code], {}, (
                 "The distributed set-up failed before training (" + text[:80] + "): the launcher, the "
@@ -1494,6 +1566,12 @@ class _Diagnosis:
                 "For one GPU, run a single process without the multi-GPU path.")
         if code == "NCCL_TIMEOUT":
             return self._collective_timeout()
+        if re.search(r"Call to ibv_\w+ failed", text):
+            return "DISTRIBUTED", [code], {}, (
+                "NCCL's InfiniBand transport failed (" + text[:70] + "): the nodes have no working IB/RoCE path "
+                "between them (no device, a port down, a container without the IB devices). Without InfiniBand, "
+                "set NCCL_IB_DISABLE=1 so NCCL uses sockets, and NCCL_SOCKET_IFNAME to the interface the nodes "
+                "share; with it, check `ibv_devinfo` on every node.")
         cuda = _NCCL_CUDA_FAILURE.search(self.log, match.start(), match.end() + 3000)
         if cuda:
             return self._nccl_cuda_failure(cuda)
@@ -1536,10 +1614,14 @@ class _Diagnosis:
         waits = _watchdog_waits(self.log)
         ranks = sorted({rank for rank, _, _, _ in waits})
         where = sorted({(seq, op) for _, seq, op, _ in waits})
-        tail = self.log[-65536:]
-        seen = {int(r) for r in _RANK_PREFIX.findall(tail)}
-        waited = set(ranks) | {int(r) for line in tail.splitlines() if "watchdog" in line.lower()
+        begin = max(0, len(self.log) - 65536)
+        first = logtext.line_index(self.log, begin)
+        lines = self.log[begin:].split("\n")
+        seen = {rank for index, rank in self.ranks.items() if index >= first}
+        waited = set(ranks) | {int(r) for line in lines if "watchdog" in line.lower()
                                for pair in _ANY_RANK.findall(line) for r in pair if r}
+        waited |= {self.ranks[first + k] for k, line in enumerate(lines)
+                   if first + k in self.ranks and "watchdog" in line.lower()}
         absent = sorted(seen - waited)
         busy = _busy_before(self.log, waits[0][3] if waits else len(self.log))
         if ranks:

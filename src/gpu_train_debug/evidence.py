@@ -147,18 +147,32 @@ LAUNCHER_WRAPPERS = ("ChildFailedError", "ProcessExitedException")
 _LAUNCHED = re.compile(r"python|accelerate|torchrun|deepspeed|launch", re.I)
 
 
+# Frames of the launchers' own machinery: a child's failure is never there.
+LAUNCHER_FRAME = re.compile(r"torch[/\\]distributed[/\\](?:elastic[/\\]|launcher[/\\]|run\.py)|accelerate[/\\]commands[/\\]"
+                            r"|deepspeed[/\\]launcher[/\\]|[/\\]bin[/\\](?:torchrun|accelerate|deepspeed)\b")
+
+# torch.multiprocessing.spawn before 1.8 raised a bare `Exception: process 1 terminated with signal SIGKILL`.
+_SPAWN_REPORT = re.compile(r"process \d+ terminated with (?:signal|exit code)")
+
+
 def is_launcher_report(raised):
-    """A launcher's exception that only says its child failed: torchrun's ChildFailedError, or a
-    CalledProcessError of a Python/accelerate/torchrun/deepspeed command (not of a build tool)."""
+    """A launcher's exception that only says its child failed: torchrun's ChildFailedError,
+    torch.multiprocessing's report of a process that ended, or a CalledProcessError of a
+    Python/accelerate/torchrun/deepspeed command (not of a build tool)."""
     if raised.name in LAUNCHER_WRAPPERS:
+        return True
+    if raised.name == "Exception" and _SPAWN_REPORT.match(raised.message):
         return True
     return raised.name == "CalledProcessError" and bool(_LAUNCHED.search(raised.message))
 
 
-def read(text):
+def read(text, ranks=None):
+    """The evidence of `text`; `ranks` ({line index: rank}, logtext.strip_envelopes) names the rank of
+    each line whose `[rankN]:` prefix was stripped."""
     chain = _chain(text)
     start = chain[0].start if chain else len(text)
-    return Evidence(chain, _root_cause(text), _first_rank(text), _warnings(text, start))
+    first = _first_ranked_error(text, ranks) if ranks else _first_rank(text)
+    return Evidence(chain, _root_cause(text), first, _warnings(text, start))
 
 
 def link_at(text, start):
@@ -227,6 +241,22 @@ def _first_rank(text):
         return None
     match = _RANK_ERROR.search(text, text.rfind("\n", 0, pos) + 1)
     return int(match.group(1)) if match else None
+
+
+_ERROR_START = re.compile(r"[^\S\n]*(?:[\w.]+(?:Error|Exception)\b|Traceback)")
+
+
+def _first_ranked_error(text, ranks):
+    """The rank of the first exception line or traceback among the rank-prefixed lines of the last
+    64 KiB (the same window as _first_rank; the prefixes were stripped, their ranks kept by line)."""
+    first = text.count("\n", 0, max(0, len(text) - RANK_WINDOW))
+    lines = None
+    for index in sorted(i for i in ranks if i >= first):
+        if lines is None:
+            lines = text.split("\n")
+        if index < len(lines) and _ERROR_START.match(lines[index]):
+            return ranks[index]
+    return None
 
 
 _WARNING = re.compile(r"\b\w*Warning\b|\bWARN(?:ING)?\b")

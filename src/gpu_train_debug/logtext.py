@@ -11,6 +11,7 @@ above exception was the direct cause" introduce its consequences), with the deep
 of the traceback above it (file, line, function) when one was printed.
 """
 
+import bisect
 import functools
 import re
 from dataclasses import dataclass
@@ -29,6 +30,13 @@ WRAPPED = re.compile(r"^([ \t]*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)):[ \t]*\
 
 def normalise(text):
     """The log with every progress redraw on its own line and presentation marks removed."""
+    return normalise_lines(text)[0]
+
+
+def normalise_lines(text):
+    """normalise(text), and {line index: rank} for its lines that torchrun's `[rankN]:` (or
+    nanotron's `[defaultN]:`) prefix named: the prefixes go with the other per-line envelopes
+    (timestamps, logger headers), so line rules read the program's words, and the ranks stay known."""
     if "\x1b" in text:
         text = ANSI.sub("", text)
     if "\r" in text:
@@ -37,13 +45,78 @@ def normalise(text):
         text = QUOTE.sub("", text)
         if "│" in text or "┃" in text:
             text = BOX_END.sub("", text)
+    text, ranks = strip_envelopes(text)
     if "**" in text:
         text = BOLD.sub("", text)
     if "`" in text or "_" in text or "*" in text:
         text = LEADING_MARKS.sub(r"\1", text)
     if "Error:\n" in text or "Exception:\n" in text or "Error: \n" in text:
-        text = WRAPPED.sub(r"\1: ", text)
-    return text
+        text, ranks = _join_wrapped(text, ranks)
+    return text, ranks
+
+
+def _join_wrapped(text, ranks):
+    """WRAPPED joins an exception line with its message line; the ranks of later lines move up one
+    line for each join before them."""
+    joined = [text.count("\n", 0, m.start()) for m in WRAPPED.finditer(text)]
+    if not joined:
+        return text, ranks
+    text = WRAPPED.sub(r"\1: ", text)
+    if ranks:
+        moved = {}
+        for index, rank in ranks.items():
+            before = bisect.bisect_left(joined, index)   # joins of lines above this one
+            if before and joined[before - 1] == index - 1:
+                continue                                  # the message line, now part of the line above
+            moved[index - before] = rank
+        ranks = moved
+    return text, ranks
+
+
+# Per-line envelopes that launchers, loggers and log viewers put before what the program printed:
+# torchrun's `[rank3]:` / nanotron's `[default3]:`, timestamps (`2024-11-20 14:37:16 `,
+# `[2024-04-20 18:56:38,931] `, TensorFlow's `2020-09-24 18:27:41.164048: `, CI's ISO `...Z `), glog
+# headers (`E0328 18:18:48.413000 140217767576768 api.py:826] `), line numbers of a web UI's log view
+# (`[1743] `), `stderr: `, mpirun's `[1,0]<stdout>:`, Ray's and vLLM's process tags
+# (`(RayWorkerWrapper pid=123) `, `(Worker_TP0 pid=160) ERROR 05-20 20:54:32 [file.py:962] `).
+# They carry no cause, and a rule that reads a line from its start must see the program's words.
+_ENVELOPE = re.compile(
+    r"^(?:[ \t]*(?:\[(?:rank|default)\d+\]: ?"
+    r"|\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?:? "
+    r"|[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\s\]]+:\d+\] "
+    r"|\[\d{1,7}\] "
+    r"|(?:stderr|stdout): |\[\d+,\d+\]<(?:stdout|stderr)>: ?"
+    r"|\((?:[\w.-]+ )?pid=\d+(?:, ip=[\d.]+)?\) "
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d \[[\w./-]+:\d+\] "
+    r"))+")
+_RANK_TAG = re.compile(r"\[(?:rank|default)(\d+)\]:")
+# Cheap test before the per-line pass: a log without any envelope costs one regex search.
+_ENVELOPE_ANY = re.compile(_ENVELOPE.pattern, re.M)
+
+
+def strip_envelopes(text):
+    """`text` without per-line envelopes, and {line index: rank} for the lines a `[rankN]:` or
+    `[defaultN]:` prefix named (line indexes stay the same: no line is joined or split)."""
+    if not _ENVELOPE_ANY.search(text):
+        return text, {}
+    lines = text.split("\n")
+    ranks = {}
+    for index, line in enumerate(lines):
+        match = _ENVELOPE.match(line)
+        if not match or not match.end():
+            continue
+        tag = None
+        for tag in _RANK_TAG.finditer(match.group(0)):
+            pass
+        if tag:
+            ranks[index] = int(tag.group(1))
+        lines[index] = line[match.end():]
+    return "\n".join(lines), ranks
+
+
+def line_index(text, offset):
+    """The index of the line that holds `offset` (what strip_envelopes' rank map is keyed by)."""
+    return text.count("\n", 0, offset)
 
 
 # An exception line: `ValueError: ...`, `torch.cuda.OutOfMemoryError: ...`, `[rank0]: KeyError: 'x'`.
@@ -146,11 +219,13 @@ def _frame(match):
     return match.group(1) or match.group(2), int(match.group(3)), match.group(4)
 
 
-def deepest_frame(text):
-    """(file, line, function) of the last traceback frame printed, or None."""
+def deepest_frame(text, skip=None):
+    """(file, line, function) of the last traceback frame printed (whose file `skip` does not
+    match, e.g. a launcher's own frames), or None."""
     last = None
-    for last in FRAME.finditer(text):
-        pass
+    for match in FRAME.finditer(text):
+        if skip is None or not skip.search(_frame(match)[0]):
+            last = match
     return _frame(last) if last else None
 
 
@@ -193,7 +268,10 @@ def last_printed(text, limit=200):
 
 EXIT_STATUS = re.compile(
     r"(?i:exit(?:ed)?(?: with)?(?: code| status)?[ :=]+)(-?\d+)|(?i:exitcode\s*:\s*)(-?\d+)|(?i:failed with code )(-?\d+)"
-    r"|(?i:killed by )(SIG[A-Z]+)|(?i:signal )\d+ \((SIG[A-Z]+)\)|(?i:killed by signal:? )(\d+)")
+    # A launcher's words for its child's signal: `killed by SIGKILL`, torch.multiprocessing's `process 0
+    # terminated with signal SIGKILL`, subprocess's `died with <Signals.SIGKILL: 9>`.
+    r"|(?i:killed by |terminated with signal |died with <Signals\.)(SIG[A-Z]+)|(?i:signal )\d+ \((SIG[A-Z]+)\)"
+    r"|(?i:killed by signal:? )(\d+)")
 _SIGNALS = {9: "SIGKILL", 11: "SIGSEGV", 6: "SIGABRT", 15: "SIGTERM", 2: "SIGINT", 7: "SIGBUS"}
 
 

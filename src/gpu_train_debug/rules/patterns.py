@@ -461,7 +461,10 @@ SIGNATURES = [
     ("NCCL_ERROR", "DISTRIBUTED", re.compile(
         r"NCCL error\b|DistBackendError|ncclUnhandledCudaError|ncclSystemError|ncclInternalError"
         r"|Distributed package doesn't have NCCL built in|Invalid backend: 'nccl'|ncclInvalidUsage|NCCL communicator was aborted"
-        r"|ncclCommInitRank failed|ncclRemoteError|NCCL Error \d|NCCL failure [^\n]*'unhandled system error'|NCCL WARN Call to ibv_create_qp failed"
+        r"|ncclCommInitRank failed|ncclRemoteError|NCCL Error \d|NCCL failure [^\n]*'unhandled system error'"
+        # (r3) an InfiniBand verbs call that failed (ibv_create_qp, ibv_modify_qp, ...: the IB transport between
+        # nodes), and ProcessGroupNCCL's own words when it takes the process down after a failed collective.
+        r"|NCCL WARN Call to ibv_\w+ failed|Some NCCL operations have failed or timed out"
         # NCCL's socket transport losing a peer (a network between nodes that drops or blocks it).
         r"|NCCL WARN (?:Net|NET/\w+) ?: (?:Call to (?:recv|send|connect)\b[^\n]*failed|socket progress error)"),
      ('nccl', 'distbackenderror')),
@@ -480,12 +483,14 @@ SIGNATURES = [
         r"|ProcessGroupHCCL[^\n]*(?:[Tt]imeout|[Ee]rror|failed)|HCCL (?:error|timeout|function error)"
         r"|The wait execution of the Notify register times out|\bEI0002\b"
         r"|Error initializing torch\.distributed using env:// rendezvous|Distributed package doesn't have (?:MPI|Gloo|UCC) built in"
-        r"|retrieving ncclUniqueId from \[\d+\] via c10d key-value store[^\n]*got error"),
+        r"|retrieving ncclUniqueId from \[\d+\] via c10d key-value store[^\n]*got error"
+        # (r3) the TCPStore client got a reply that is not the store's (MASTER_ADDR/port empty or another service's).
+        r"|(?:Stop_waiting|ready or not_ready) response (?:is )?expected"),
      ('connectfullmesh', 'gloo', 'diststoreerror', 'waiting for clients', 'waiting for workers', 'rendezvous', 'hccl', 'notify register', 'ei0002', 'error initializing torch.distributed',
       "doesn't have mpi", "doesn't have gloo", "doesn't have ucc", 'via c10d key-value store',
       'mpi support is disabled', 'process group has not been initialized', 'distnetworkerror',
       'client socket has timed out', 'c10d', 'address already in use', 'server socket has failed', 'rendezvous',
-      'store based barrier', 'original timeout was', 'socket timeout')),
+      'store based barrier', 'original timeout was', 'socket timeout', 'response is expected', 'response expected')),
     # DDP found parameters that got no gradient (a layer unused in forward, or a branch skipped).
     ("DDP_UNUSED_PARAMETERS", "DISTRIBUTED", re.compile(
         r"Expected to have finished reduction in the prior iteration|parameters that were not used in producing loss"
