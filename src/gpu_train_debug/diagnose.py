@@ -900,6 +900,13 @@ class _Diagnosis:
                 f"(transformers renamed `evaluation_strategy` to `eval_strategy`, for one), or the code was written "
                 f"for a newer release. Install the version the project pins (its requirements file), or use the "
                 f"argument's name in the installed version.")
+        if match.group(5):   # (r4) an environment of the old Gym API under a library of the new one
+            self.inter["class"], self.inter["missing_attribute"] = match.group(5), match.group(6)
+            return "MISSING_DEPENDENCY", ["PACKAGE_VERSION"], {}, (
+                f"`{match.group(5)}` has no `render_mode`: the environment was written for the Gym API before 0.26, "
+                f"and the installed gym/gymnasium or stable-baselines3 uses the new one (every Env has render_mode, "
+                f"reset/step return more values). Install the gym/sb3 versions the project pins, or port the "
+                f"environment to the new API.")
         module, attr = match.group(1), match.group(2)
         self.inter["module"], self.inter["missing_attribute"] = module, attr
         return "MISSING_DEPENDENCY", ["PACKAGE_VERSION"], {}, (

@@ -71,10 +71,10 @@ SIGNATURES = [
     ("GPU_TOO_OLD", "GPU_UNSUPPORTED", re.compile(
         r"GPUs? with compute capability (?:below|lower than|less than|< ?)\s*\d+(?:\.\d+)? (?:are|is) not supported"
         r"|(?:CUDA capability|compute capability) [\d.]+ (?:is )?(?:not supported|too old)|GPU is too old"
-        r"|no longer supports this GPU because it is too old|minimum cuda capability (?:supported by this library )?is"
+        r"|no longer supports this GPU because it is too old|minimum (?:required )?cuda capability (?:supported by this library )?is(?: \d+(?:\.\d+)?)?"
         # cuBLAS/cuDNN asked for a feature this GPU's architecture lacks.
         r"|CUBLAS_STATUS_ARCH_MISMATCH|CUDNN_STATUS_ARCH_MISMATCH", _I),
-     ('not supported', 'too old', 'minimum cuda capability', 'status_arch_mismatch')),
+     ('not supported', 'too old', 'minimum cuda capability', 'minimum required cuda capability', 'status_arch_mismatch')),
     ("TORCH_ARCH_UNSUPPORTED", "GPU_UNSUPPORTED", re.compile(
         r"with CUDA capabilit(?:y|ies) sm_\d+ is not compatible with the current PyTorch installation"
         r"|no kernel image is available for execution on the device|(?:HIP|CUDA) error: invalid device function"
@@ -279,12 +279,15 @@ SIGNATURES = [
         r"Illegal instruction(?: \(core dumped\))?\s*$|signal 4 \(SIGILL\)|\bSIGILL\b", _M),
      ('illegal instruction', 'sigill')),
     ("PACKAGE_VERSION", "MISSING_DEPENDENCY", re.compile(
-        r"module '(?!(?:train|prepare|model|models|config|utils|__main__)')([A-Za-z_][\w.]*)' has no attribute '(\w+)'"
+        r"\b[Mm]odule '(?!(?:train|prepare|model|models|config|utils|__main__)')([A-Za-z_][\w.]*)' has no attribute '(\w+)'"
         # A library's argument or config class refuses a keyword its other versions take
         # (transformers' TrainingArguments(evaluation_strategy=...), trl's SFTConfig, a model Config).
         r"|\b(\w*TrainingArguments|\w*Trainer|(?:SFT|DPO|GRPO|PPO|KTO|ORPO|CPO|Reward|Lora|BitsAndBytes|Generation|Peft)Config)"
-        r"\.__init__\(\) got an unexpected keyword argument '(\w+)'"),
-     ("' has no attribute '", 'got an unexpected keyword argument')),
+        r"\.__init__\(\) got an unexpected keyword argument '(\w+)'"
+        # (r4) An RL environment written for the Gym API before 0.26 driven by a library of the new API
+        # (gym>=0.26, gymnasium, stable-baselines3 2.x), which reads the `render_mode` every new Env has.
+        r"|'(\w+)' object has no attribute '(render_mode)'"),
+     ("' has no attribute '", 'got an unexpected keyword argument', "no attribute 'render_mode'")),
     # A compiled extension does not match what is installed: a CUDA library, a torch ABI.
     ("BINARY_MISMATCH", "MISSING_DEPENDENCY", re.compile(
         r"undefined symbol: \S+|cannot open shared object file|DLL load failed|CUDA_HOME environment variable is not set"
@@ -439,7 +442,7 @@ SIGNATURES = [
      ('in loading state_dict', 'in state_dict')),
     # The kernel's OOM killer (or a cgroup limit) ended the process: SIGKILL, exit 137 (128+9).
     ("HOST_OOM_KILLED", "OOM", re.compile(
-        r"exitcode\s*:\s*-9\b|Signal 9 \(SIGKILL\)|exit code 137\b|interrupted by signal 9|killed by signal: Killed"
+        r"exitcode\s*:\s*-9\b|Signal 9 \(SIGKILL\)|exit code 137\b|interrupted by signal 9|killed by signal: ?Killed"
         r"|Memory cgroup out of memory|Out of memory: Kill(?:ed)? process|\boom-kill(?:er)?\b|^Killed\s*$|\]Killed\s*$"
         r"|exit status 137\b|returned non-zero exit status -9|exits with return code = -9\b"
         r"|killed due to memory pressure \(OOM\)|Task was killed due to the node running low on memory"
