@@ -17,7 +17,10 @@ from gpu_train_debug import logtext
 
 # site-packages/<pkg>/..., dist-packages/<pkg>/..., lib/python3.x/<stdlib module>
 _PACKAGE = re.compile(r"[/\\](?:site|dist)-packages[/\\]([A-Za-z_][\w.-]*)")
-_STDLIB = re.compile(r"[/\\]lib(?:64)?[/\\]python\d[\d.]*[/\\]([A-Za-z_]\w*)|[/\\]Lib[/\\]([A-Za-z_]\w*)(?:\.py\b|[/\\])")
+# (r4) and a Windows install's lib folder in lower case (Python37/lib/json, anaconda3/envs/x/lib/runpy.py, with backslashes).
+_STDLIB = re.compile(r"[/\\]lib(?:64)?[/\\]python\d[\d.]*[/\\]([A-Za-z_]\w*)|[/\\]Lib[/\\]([A-Za-z_]\w*)(?:\.py\b|[/\\])"
+                     r"|[/\\](?:[Pp]ython\d+|(?i:ana|mini)conda\d*|(?i:mini|mamba)forge\d*)(?:[/\\]envs[/\\][^/\\\n]+)?"
+                     r"[/\\](?i:lib)[/\\]([A-Za-z_]\w*)(?:\.py\b|[/\\])")
 
 
 def library(path):

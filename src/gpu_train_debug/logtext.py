@@ -230,7 +230,10 @@ def deepest_frame(text, skip=None):
 
 
 # Frames in installed code (torch, the standard library) are not where an edit broke something.
-_LIBRARY = re.compile(r"[/\\](?:site-packages|dist-packages|lib[/\\]python[\d.]*)[/\\]|^<")
+# (r4) Windows keeps the standard library in <install>/Lib (Python310/lib/json, anaconda3/lib/runpy.py, typed with backslashes).
+_LIBRARY = re.compile(r"[/\\](?:site-packages|dist-packages|lib[/\\]python[\d.]*)[/\\]|^<"
+                      r"|[/\\](?:[Pp]ython\d+|(?i:ana|mini)conda\d*|(?i:mini|mamba)forge\d*)"
+                      r"(?:[/\\]envs[/\\][^/\\\n]+)?[/\\](?i:lib)[/\\]")
 
 
 def own_frame(text, end=None):
