@@ -598,6 +598,13 @@ class _Diagnosis:
                 "index than this machine has, CUDA_VISIBLE_DEVICES hides them, or torch is a CPU-only build that sees "
                 "none. Check `python -c 'import torch; print(torch.cuda.is_available(), torch.cuda.device_count())'`, "
                 "then ask for the GPUs that exist (devices=1 / --device 0) or install a CUDA build of torch.")
+        if said.startswith("Duplicate GPU"):
+            # (r5) NCCL's own reason for ncclInvalidUsage: two ranks share one GPU.
+            return "NO_ACCELERATOR", ["NO_CUDA_DEVICE"], {}, (
+                "NCCL found two ranks on the same GPU (" + said[:80] + "): more processes were launched than this "
+                "machine has visible GPUs (--nproc_per_node / num_processes above the GPU count, or "
+                "CUDA_VISIBLE_DEVICES hiding some), or the ranks were not each pinned to their own GPU. Launch one "
+                "process per visible GPU, and set each rank's device from LOCAL_RANK (torch.cuda.set_device).")
         if "MPS" in said:
             return "NO_ACCELERATOR", ["NO_CUDA_DEVICE"], {}, (
                 "The MPS backend is not available (" + said[:80] + "): macOS older than 12.3, a torch built without MPS, "
@@ -1330,6 +1337,7 @@ class _Diagnosis:
         own = logtext.own_frame(self.log, raised.start) if raised.file else None
         names = [raised.name] + [link.name for link in self._chain_of_failure()]
         for read in (lambda: fallbacks.assertion(raised, statement),
+                     lambda: fallbacks.path_check(raised),   # (r5) a script's own path check, raised
                      lambda: fallbacks.dataset_build(names, raised.message, link,
                                                      self.log[max(0, raised.start - 4000):raised.start + 300]),
                      lambda: fallbacks.json_decode(raised, own[3] if own and own[3] else statement),

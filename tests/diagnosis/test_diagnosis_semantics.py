@@ -172,3 +172,55 @@ def test_dev26_shapes(log, family, code):
 def test_dev26_shapes_need_their_evidence(log):
     result = diagnose(log, None, {"status": "crash"})
     assert result["codes"] not in (["CONFIG_VALUE"], ["LOSS_DIVERGED"], ["DATASET_KEY"]), result["explanation"]
+
+
+# dev29 (a batch drawn like the acceptance batches): the shapes its misses had, in the real messages' form.
+@pytest.mark.parametrize("log, family, code", [
+    # isice-1: argparse's refusal quoted inside a sentence
+    ("When I run it I get error message: 'main.py: error: argument --lr-params: invalid float value: '15\\\\''\n",
+     "CONFIG_INVALID", "USAGE_ERROR"),
+    # opennmt-1886: configargparse refusing the config file it was given
+    ("train.py: error: Couldn't parse config file: expected '<document start>', but found '<block mapping start>'\n",
+     "CONFIG_INVALID", "CONFIG_VALUE"),
+    # sp-society-7: a library's validation telling the caller to specify a setting
+    ("ValueError: When using a generator for validation data, you must specify a value for `validation_steps`.\n",
+     "CONFIG_INVALID", "CONFIG_VALUE"),
+    # mlx-lm-765: the same, quoted in a sentence
+    ("the tool reports an error that the ValueError: Must provide at least one of --train or --test.\n",
+     "CONFIG_INVALID", "CONFIG_VALUE"),
+    # deepke-271: datasets' map(remove_columns=...) naming columns the dataset lacks
+    ("ValueError: Column to remove ['output', 'kg'] not in the dataset. Current columns in the dataset: ['id', 'input']\n",
+     "DATA", "DATASET_KEY"),
+    # open-r1-205: trl's SFT trainer reading the text field of a record that has none
+    ("trl/trainer/utils.py\", line 612, in <lambda> [rank0]: self.formatting_func = lambda x: x[dataset_text_field] "
+     "[rank0]: KeyError: 'text'\n", "DATA", "DATASET_KEY"),
+    # viewdiff-24: NCCL's reason for ncclInvalidUsage, two ranks on one GPU (more processes than GPUs)
+    ("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1691, "
+     "invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.19.3\nncclInvalidUsage: This usually reflects "
+     "invalid usage of NCCL library.\nLast error:\nDuplicate GPU detected : rank 0 and rank 1 both on CUDA device 1000\n",
+     "NO_ACCELERATOR", "NO_CUDA_DEVICE"),
+    # fast-sd-1673: a script's own path check raised as a ValueError
+    ("Traceback (most recent call last):\n  File \"/c/train_dreambooth.py\", line 321, in __init__\n"
+     "    raise ValueError(\"Instance images root doesn't exists.\")\nValueError: Instance images root doesn't exists.\n",
+     "DATA", "FILE_MISSING"),
+])
+def test_dev29_shapes(log, family, code):
+    result = diagnose(log, None, {"status": "crash"})
+    assert (result["family"], result["codes"]) == (family, [code]), result["explanation"]
+
+
+@pytest.mark.parametrize("log", [
+    # argparse's words in a sentence without a script's name in front of them
+    "the docs say 'error: argument --x: invalid float value' is what you get\n",
+    # `must specify` about the GPU is the machine's, not a setting's
+    "ValueError: you must specify a CUDA device for `device_map` when no GPU is visible\n",
+    # a path check about the toolchain (CUDA_HOME) is not a data file
+    "Traceback (most recent call last):\n  File \"setup.py\", line 3, in <module>\n    raise OSError(m)\n"
+    "OSError: CUDA_HOME path does not exist\n",
+    # a KeyError raised in the project's own formatting code, not trl's
+    "Traceback (most recent call last):\n  File \"/w/p/format.py\", line 3, in fmt\n    x = row['text']\n"
+    "KeyError: 'text'\n",
+])
+def test_dev29_shapes_need_their_evidence(log):
+    result = diagnose(log, None, {"status": "crash"})
+    assert result["codes"] not in (["USAGE_ERROR"], ["CONFIG_VALUE"], ["FILE_MISSING"], ["DATASET_KEY"]), result["explanation"]

@@ -73,6 +73,27 @@ def assertion(raised, statement):
     return None
 
 
+# A script's own check that a path exists, raised as an exception rather than asserted
+# (`raise ValueError("Instance images root doesn't exists.")`): the message names a file, folder,
+# root or path and says it does not exist.
+_PATH_ABSENT = re.compile(r"\b(?:root|dir(?:ectory)?|folder|path|file)s?\b[^\n]{0,80}?\b(?:does ?n[o']t|doesn't|do not|not) exists?\b",
+                          re.I)
+# ...but not a toolchain's or a library's path (CUDA_HOME, nvcc, a shared library): another family's.
+_TOOLCHAIN_PATH = re.compile(r"cuda|nvcc|driver|\.so\b|\.dll\b|librar|compiler|gcc|module", re.I)
+_CHECKED_RAISES = ("ValueError", "RuntimeError", "Exception", "OSError", "IOError")
+
+
+def path_check(raised):
+    """A script's own path check raised as ValueError/RuntimeError/OSError: a file or folder is missing."""
+    message = raised.message or ""
+    if raised.name not in _CHECKED_RAISES or not _PATH_ABSENT.search(message) or _TOOLCHAIN_PATH.search(message):
+        return None
+    return ("DATA", ["FILE_MISSING"], "the error says a file or folder the run reads does not exist", (
+        f"{raised.text()[:160]}: a file or folder the run reads (its data, images or checkpoint) is not where the "
+        "setting points. Download or create it, or fix the path in the command line or config (relative paths "
+        "depend on the working directory)."))
+
+
 # -- data loading ----------------------------------------------------------------------------
 
 _ARROW = ("ArrowInvalid", "ArrowTypeError", "ArrowNotImplementedError", "DatasetGenerationError", "CastError",

@@ -156,6 +156,8 @@ SIGNATURES = [
         r"|But your machine only has:? ?\[[\d, ]*\]|Invalid CUDA '(?:--)?device[= ]?[^'\n]*' requested"
         # torch's lazy CUDA init given a device index past the GPUs it sees.
         r"|device >= 0 && device < num_gpus INTERNAL ASSERT FAILED"
+        # (r5) NCCL refusing two ranks on one GPU: more processes were launched than the GPUs torch sees.
+        r"|Duplicate GPU detected ?: rank \d+ and rank \d+ both on CUDA device"
         # fp16 mixed precision asked of accelerate / the HF Trainer where torch sees no CUDA device;
         # old torch's CUDA initialisation failing with error 30 (unknown).
         r"|fp16 mixed precision requires a GPU|\(`--fp16_full_eval`\) can only be used on CUDA"
@@ -171,7 +173,7 @@ SIGNATURES = [
       'gpuaccelerator can not run', 'no supported gpu backend', 'runtime error (999)', 'not compiled with cuda', 'no nvidia driver', 'no cuda gpus', 'no cuda-capable', 'invalid device ordinal',
       'cuda unavailable', 'driver was not detected', 'cuda unknown error', 'your machine only has', "invalid cuda '",
       'no hip gpus', 'accelerator` can not run', 'device < num_gpus', 'mixed precision requires a gpu',
-      'can only be used on cuda', 'runtime error (30)')),
+      'can only be used on cuda', 'runtime error (30)', 'duplicate gpu detected')),
     # The build of a CUDA extension stopped on the toolchain: the host compiler is newer than nvcc
     # accepts, nvcc is older than the GPU, or the local toolkit is not the CUDA torch was built with.
     # A build failure comes before the missing module or undefined symbol it leaves behind.

@@ -25,6 +25,12 @@ USAGE = re.compile(
     r"|not allowed with|conflicting)|ambiguous option:|one of the arguments [^\n]{1,80} is required)"
     # transformers' HfArgumentParser, refusing the same way
     r"|Some specified arguments are not used by the HfArgumentParser", _M)
+# The same refusal quoted inside a sentence (`I get error message: 'main.py: error: argument --lr-params: invalid
+# float value: ...'`): a script's name in front of argparse's own wording, after a quote or a parenthesis.
+USAGE_QUOTED = re.compile(
+    r"[^\n]['\"`(][^\S\n]*[\w./\\-]{1,80}\.py:[^\S\n]?error:[^\S\n]?(?:unrecognized arguments:"
+    r"|the following arguments are required:|argument [^\n]{1,80}?:[^\S\n]*(?:invalid (?:choice|[\w ]{1,20}value)"
+    r"|expected (?:one|at least|\d)))")
 
 # A configuration schema refused a value: pydantic, OmegaConf/Hydra, yacs, jsonargparse.
 _SCHEMA = re.compile(
@@ -41,6 +47,8 @@ _YAML_SYNTAX = re.compile(
     r"|could not find expected ':'|found character '[^'\n]{1,4}' that cannot start any token"
     r"|while parsing a (?:block|flow) (?:mapping|sequence|collection)|expected <block end>, but found"
     r"|did not find expected (?:key|'-' indicator|node content)|found undefined alias")
+# configargparse's refusal of the config file it was given (`train.py: error: Couldn't parse config file: ...`).
+_CONFIG_UNPARSED = re.compile(r"\berror: Couldn't parse config file: [^\n]{0,200}")
 _YAML_MARK = re.compile(r"^[^\S\n]*in [\"'<][^\n]{1,300}, line \d+, column \d+", _M)
 
 # A library's own validation of its arguments or config: where it was raised...
@@ -57,7 +65,7 @@ _CONFIG_WORDS = re.compile(
 _OTHER_SUBJECT = re.compile(r"tokeni[sz]er|chat[_ ]template|\bvocab|\bcuda\b|\bgpu\b|\bdevice\b|memory|\bmodule named|"
                             r"\bnot installed\b|\bversion\b|\bdriver\b", _I)
 _CONFIG_VERDICT = re.compile(
-    r"\b(?:mismatch(?:es)?|must (?:be|match|have|set)|requires? (?:the|you|a|an|that|at least)|will be ignored"
+    r"\b(?:mismatch(?:es)?|must (?:be|match|have|set|specify|provide)|requires? (?:the|you|a|an|that|at least)|will be ignored"
     r"|(?:is|are) not (?:supported|compatible|allowed|a valid)|cannot be (?:used|combined|set)|incompatible"
     r"|please (?:correct|specify|set|check)|should be (?:set|one of|an? )|expected one of|only (?:supports?|one of)"
     r"|does not (?:require|support|accept|take)|you didn't pass|not found in the (?:base )?model|set (?:it to |to )?None)\b", _I)
@@ -94,11 +102,15 @@ _UNKNOWN_MODEL = re.compile(r"\bRuntimeError: Unknown model \([\w.-]+\)")
 # `Unknown split "validation". Should be one of [...]` and tensorflow-datasets' `Unknown split 'val'`,
 # a trainer's `does not contain a column named`).
 NO_COLUMN = re.compile(r"does not contain (?:a|any) columns? named|\bColumn '?[^\n']{1,80}'? not in the dataset"
+                       # datasets' map(remove_columns=[...]) naming columns the dataset does not have
+                       r"|\bColumns? to remove \[[^\]\n]{1,200}\] not in the dataset"
                        r"|Unknown split [\"'][^\"'\n]{1,40}[\"']\.? Should be one of", _I)
 # A function that reads records from a JSON/JSON Lines/CSV file (`from_jsonl`, `load_json`, `read_csv_file`):
 # a KeyError raised there is a record without the field the reader expects.
 _RECORD_READER = re.compile(r"^_?(?:from|load|read|parse)_?(?:jsonl?|json_?lines|csv|tsv)(?:_file|_data)?$", _I)
-_DATASET_FRAME = re.compile(r"[/\\]datasets[/\\](?:formatting|arrow_dataset|features)")
+_DATASET_FRAME = re.compile(r"[/\\]datasets[/\\](?:formatting|arrow_dataset|features)"
+                            # trl's SFT trainer reading each record's text field (`lambda x: x[dataset_text_field]`)
+                            r"|(?<![\w.-])trl[/\\]trainer[/\\](?:sft_trainer|utils)\.py")
 _HUB_DATASET = re.compile(r"doesn't exist on the Hub or cannot be accessed|\bDatasetNotFoundError\b")
 
 # Tensors that do not fit what an operation needs: two dtypes, two shapes, a graph that gives no
@@ -134,11 +146,13 @@ _SCALE_COLLAPSE = re.compile(
 # those lines, so that a log of any size is read in about the time str.find takes.
 _WORDS = {
     "USAGE": ("error:", "hfargumentparser"),
+    "USAGE_QUOTED": (".py: error:", ".py:error:"),
     "_SCHEMA": ("validationerror", "omegaconf", "configattributeerror", "configkeyerror", "missingmandatoryvalue",
                 "configcompositionexception", "interpolationresolutionerror", "hydra.errors", "non-existent config key",
                 "configvalueerror", "misconfiguration", "invalidconfig"),
     "_YAML_SYNTAX": ("mapping values", "while scanning a", "could not find expected", "cannot start any token",
                      "while parsing a", "expected <block end>", "did not find expected", "undefined alias"),
+    "_CONFIG_UNPARSED": ("couldn't parse config file",),
     "_NO_PARAMETERS": ("parameter",),
     "_SCHEDULE_OVERRUN": ("tried to step",),
     "_EMPTY": ("num_samples", "dataset is empty", "found 0 ", "no samples", "no examples", "no images", "no training"),
@@ -192,8 +206,9 @@ def _search(name, log, lower):
 
 
 def usage_error(log):
-    """The argparse refusal line, or None."""
-    return _search("USAGE", log, log.lower())[0]
+    """The argparse refusal line (also one quoted in a sentence), or None."""
+    lower = log.lower()
+    return _search("USAGE", log, lower)[0] or _search("USAGE_QUOTED", log, lower)[0]
 
 
 # A loop that prints its loss as a bare scalar tensor, one per line (`print(loss.detach().float())` gives
@@ -237,6 +252,8 @@ def _tensor_column(log, lower):
 
 def read(log, raised=None, link=None):
     """A diagnosis from the message's shape and where it was raised, or None."""
+    if raised is None:
+        raised = _quoted_exception(log)
     message = raised.text() if raised is not None else ""
     # Frames pasted without their `Traceback` header are not parsed into the chain: read them too.
     printed = log[max(0, raised.start - 1500):raised.start] if raised is not None else ""
@@ -294,6 +311,13 @@ def read(log, raised=None, link=None):
     return None
 
 
+def _quoted_exception(log):
+    """An exception quoted in a sentence or after other text on its line, when no line starts with one
+    (`... reports an error that the ValueError: Must provide ...`): read like one printed on its own."""
+    from gpu_train_debug.rules import fallbacks   # fallbacks reads this module's tables: import it late
+    return fallbacks.pasted_exception(log) or fallbacks.message_only(log)
+
+
 # A setting nobody set, dereferenced by the code that reads the settings: `'NoneType' object has no
 # attribute 'lower'` raised in accelerate's launcher, a TrainingArguments __post_init__, a config module.
 _NONE_ATTRIBUTE = re.compile(r"^'NoneType' object has no attribute '\w+'")
@@ -336,6 +360,10 @@ _FIXED = (
         f"The code asked the DataParallel/DistributedDataParallel wrapper for the model's own attribute ({said[:100]}): "
         "a wrapped model's methods and attributes live on `model.module`. Call `model.module.<name>` (or keep a "
         "reference to the unwrapped model), or run on one GPU (CUDA_VISIBLE_DEVICES=0) where the script does not wrap it.")),
+    ("_CONFIG_UNPARSED", "CONFIG_INVALID", "CONFIG_VALUE", lambda said: (
+        f"The argument parser could not read the config file it was given ({said[:120]}): the file is not valid "
+        "YAML/INI (a stray line such as `...`, a tab, a missing space after `:`), or another file than a config "
+        "was passed. Fix the file at the line the parser's message names, or pass the config the project ships.")),
     ("_QUANTIZED_ONLY", "CONFIG_INVALID", "CONFIG_VALUE", lambda said: (
         f"The Trainer refused to train a quantized model without adapters ({said[:80]}): 4-/8-bit weights cannot "
         "be trained directly. Attach LoRA adapters first (peft's get_peft_model, unsloth's get_peft_model), and "
