@@ -224,3 +224,36 @@ def test_dev29_shapes(log, family, code):
 def test_dev29_shapes_need_their_evidence(log):
     result = diagnose(log, None, {"status": "crash"})
     assert result["codes"] not in (["USAGE_ERROR"], ["CONFIG_VALUE"], ["FILE_MISSING"], ["DATASET_KEY"]), result["explanation"]
+
+
+# The earlier dev sets' misses in the data/settings families, read by class (ids name where each shape came from).
+@pytest.mark.parametrize("log, family, code", [
+    # chatglm-efficient-tuning-17: LLaMA-Factory given a dataset name its dataset_info.json does not define
+    ("Run it in Colab caused ValueError: Undefined dataset mydata in dataset_info.json\n", "CONFIG_INVALID", "CONFIG_VALUE"),
+    # mlx-examples-854: mlx's strict load_weights given weights the model does not have
+    ("  File \"/x/mlx/nn/layers/base.py\", line 211, in load_weights\n"
+     "    raise ValueError(f\"Received parameters not in model: {extras}.\")\n", "CONFIG_INVALID", "CHECKPOINT_MISMATCH"),
+    # donut-318: a record's field read by the statement that raised
+    ("ground_truth = json.loads(sample[\"ground_truth\"]) KeyError: 'ground_truth'\n", "DATA", "DATASET_KEY"),
+    # aktwelve-tutorials-4: an annotation document without the field (IPython's frame layout)
+    ("<ipython-input-6-5aee> in load_data(self, annotation_json, images_dir)\n"
+     "---> 18         for category in coco_json['categories']:\n\nKeyError: 'categories'\n", "DATA", "DATASET_KEY"),
+])
+def test_data_and_settings_shapes_of_earlier_sets(log, family, code):
+    result = diagnose(log, None, {"status": "crash"})
+    assert (result["family"], result["codes"]) == (family, [code]), result["explanation"]
+
+
+@pytest.mark.parametrize("log", [
+    # a settings dict without the key: the run's settings, not its data
+    "Traceback (most recent call last):\n  File \"/w/p/train.py\", line 3, in main\n    lr = config['lr']\nKeyError: 'lr'\n",
+    # a collator's `example[...]` (a Trainer that dropped the column is a setting, minicpm-v-374)
+    "Traceback (most recent call last):\n  File \"/w/p/collate.py\", line 3, in collate\n"
+    "    ids = example[\"input_ids\"]\nKeyError: 'input_ids'\n",
+    # a record read for another key than the one missing
+    "Traceback (most recent call last):\n  File \"/w/p/data.py\", line 3, in get\n    x = sample['image']; y = LUT[x]\n"
+    "KeyError: 'cat'\n",
+])
+def test_record_field_needs_the_record_and_the_key(log):
+    result = diagnose(log, None, {"status": "crash"})
+    assert result["codes"] != ["DATASET_KEY"], result["explanation"]

@@ -95,7 +95,11 @@ _WRAPPED = re.compile(r"'(?:DataParallel|DistributedDataParallel|FullyShardedDat
 # transformers' Trainer refusing to train a quantized base model that carries no adapters.
 _QUANTIZED_ONLY = re.compile(r"You cannot perform fine-tuning on purely quantized models")
 # torch's older wording of a state_dict that does not fit the model (`unexpected key "x" in state_dict`).
-_STATE_KEYS = re.compile(r"\b(?:unexpected|missing) keys? \"[\w.]+\" in state_dict")
+_STATE_KEYS = re.compile(r"\b(?:unexpected|missing) keys? \"[\w.]+\" in state_dict"
+                         # mlx's load_weights (strict) given weights the model does not have, or lacking some
+                         r"|\b(?:Received parameters not in model|Missing parameters):")
+# LLaMA-Factory's data loader given a dataset name its dataset_info.json does not define.
+_UNDEFINED_DATASET = re.compile(r"\bUndefined dataset [^\n]{1,80}? in dataset_info\.json")
 # timm's registry has no model of that name: the config or the command line names one nobody registered.
 _UNKNOWN_MODEL = re.compile(r"\bRuntimeError: Unknown model \([\w.-]+\)")
 # A dataset asked for a column or a split it does not have (datasets' `Column 'x' not in the dataset`,
@@ -164,8 +168,9 @@ _WORDS = {
     "NO_COLUMN": ("column", "unknown split"),
     "_WRAPPED": ("dataparallel' object has no attribute", "fullyshardeddataparallel' object has no attribute"),
     "_QUANTIZED_ONLY": ("purely quantized",),
-    "_STATE_KEYS": ("in state_dict",),
+    "_STATE_KEYS": ("in state_dict", "parameters not in model", "missing parameters:"),
     "_UNKNOWN_MODEL": ("unknown model (",),
+    "_UNDEFINED_DATASET": ("undefined dataset",),
     "_HUB_DATASET": ("exist on the hub", "datasetnotfounderror"),
     "_DTYPE_CLASH": ("dtype", "scalar type", "result type", "floating point type", "not implemented for"),
     "_SHAPE_CLASH": ("dimensional", "size mismatch", "output size is too small", "target tensor expected", "target size",
@@ -288,6 +293,9 @@ def read(log, raised=None, link=None):
                 f"{message[:100]}: a row of the dataset has no such column (it was looked up by the `datasets` "
                 "library for the trainer). Rename the dataset's column to the one the trainer reads (e.g. `text`), "
                 "or tell the trainer the column's name (dataset_text_field, formatting_func, label_names).")
+    field = _record_field(raised, printed[-600:])
+    if field:
+        return field
     for name, family, code, explain in _FIXED:
         found, text = _search(name, log, lower)
         hit = globals()[name].search(message) or found
@@ -309,6 +317,29 @@ def read(log, raised=None, link=None):
                     "TrainingArguments also sets, `\"auto\"`), or install the library version the script was "
                     "written for; no train.py constant fixes it.")
     return None
+
+
+# A KeyError raised by the statement that reads that very field from a loaded record or annotation
+# (`json.loads(sample["ground_truth"])`, `for c in coco_json['categories']`, `self.data[index]['json_dialogue']`):
+# the data has no such field. Only names that say "a record of the data" count (not `example` of a collator,
+# `batch`, `config` or `args`, whose missing keys are settings or code).
+_RECORD_INDEX = re.compile(
+    r"\b(?:sample|record|ann|anno|annotations?|\w+_json|json_\w+|\w+_anno(?:tation)?s?|data\[(?:index|idx|i)\])"
+    r"(?:\[[^\]\n]{1,30}\])*\[\s*['\"]([\w .-]{1,40})['\"]\s*\]")
+
+
+def _record_field(raised, before):
+    """DATA/DATASET_KEY when a KeyError's key is the field its statement (printed in `before`, the text
+    above the exception) read from a data record."""
+    if raised is None or raised.name != "KeyError":
+        return None
+    key = (raised.message or "").strip().strip("'\"")
+    if not key or not any(found.group(1) == key for found in _RECORD_INDEX.finditer(before)):
+        return None
+    return ("DATA", "DATASET_KEY", raised.text(),
+            f"{raised.text()[:100]}, raised by the statement that reads that field from a record of the data: "
+            "a record (or the annotation file) has no such field. Give the data the fields the loader reads "
+            "(its documented format: names, case, nesting, JSON vs JSON Lines), or read the field the data has.")
 
 
 def _quoted_exception(log):
@@ -377,6 +408,10 @@ _FIXED = (
         f"timm has no model registered under that name ({said[:100]}): the name in the config or command line is "
         "misspelled, or the project's module that registers it (@register_model) was not imported before "
         "create_model. Correct the model name, or import the project's model module first.")),
+    ("_UNDEFINED_DATASET", "CONFIG_INVALID", "CONFIG_VALUE", lambda said: (
+        f"The dataset named in the run's arguments is not defined in dataset_info.json ({said[:100]}): the name "
+        "is misspelt, or a custom dataset was not registered there (its file_name and columns), or dataset_dir "
+        "points at another folder. Add the dataset's entry to dataset_info.json, or pass a name it defines.")),
     ("_LOSS_NONFINITE", "NAN_LOSS", "LOSS_DIVERGED", lambda said: (
         f"The training loss became NaN/inf ({said[:80]}): the run diverged. Lower the learning rate (or "
         "warm it up longer), clip gradients, and in fp16 use bf16 or float32.")),
