@@ -1337,6 +1337,7 @@ class _Diagnosis:
         own = logtext.own_frame(self.log, raised.start) if raised.file else None
         names = [raised.name] + [link.name for link in self._chain_of_failure()]
         for read in (lambda: fallbacks.assertion(raised, statement),
+                     lambda: fallbacks.path_check(raised),   # (r5) a script's own path check, raised
                      lambda: fallbacks.dataset_build(names, raised.message, link,
                                                      self.log[max(0, raised.start - 4000):raised.start + 300]),
                      lambda: fallbacks.json_decode(raised, own[3] if own and own[3] else statement),
@@ -1579,6 +1580,14 @@ class _Diagnosis:
                 "between them (no device, a port down, a container without the IB devices). Without InfiniBand, "
                 "set NCCL_IB_DISABLE=1 so NCCL uses sockets, and NCCL_SOCKET_IFNAME to the interface the nodes "
                 "share; with it, check `ibv_devinfo` on every node.")
+        duplicate = _NCCL_DUPLICATE_GPU.search(self.log, match.start(), match.end() + 3000)
+        if duplicate:
+            # NCCL's own reason for ncclInvalidUsage: the GPUs are there, but two ranks were given the same one.
+            return "DISTRIBUTED", [code], {}, (
+                "NCCL found two ranks on the same GPU (" + duplicate.group(0)[:80] + "): more processes were launched "
+                "than this machine has visible GPUs (--nproc_per_node / num_processes above the GPU count, or "
+                "CUDA_VISIBLE_DEVICES hiding some), or the ranks were not each pinned to their own GPU. Launch one "
+                "process per visible GPU, and set each rank's device from LOCAL_RANK (torch.cuda.set_device).")
         cuda = _NCCL_CUDA_FAILURE.search(self.log, match.start(), match.end() + 3000)
         if cuda:
             return self._nccl_cuda_failure(cuda)
@@ -1822,6 +1831,7 @@ _FIX_STEPS = {
 }
 
 # NCCL's report of the CUDA call that failed under it: `Cuda failure 802 'system not yet initialized'`.
+_NCCL_DUPLICATE_GPU = re.compile(r"Duplicate GPU detected ?: rank \d+ and rank \d+ both on CUDA device \w+")
 _NCCL_CUDA_FAILURE = re.compile(r"Cuda failure (?:(\d+) )?'([^'\n]+)'")
 _JSON_PARSE = re.compile(r"[Ee]xpect(?:ed|ing) value:? (?:at )?line \d+ column \d+")
 

@@ -172,3 +172,89 @@ def test_dev26_shapes(log, family, code):
 def test_dev26_shapes_need_their_evidence(log):
     result = diagnose(log, None, {"status": "crash"})
     assert result["codes"] not in (["CONFIG_VALUE"], ["LOSS_DIVERGED"], ["DATASET_KEY"]), result["explanation"]
+
+
+# dev29 (a batch drawn like the acceptance batches): the shapes its misses had, in the real messages' form.
+@pytest.mark.parametrize("log, family, code", [
+    # isice-1: argparse's refusal quoted inside a sentence
+    ("When I run it I get error message: 'main.py: error: argument --lr-params: invalid float value: '15\\\\''\n",
+     "CONFIG_INVALID", "USAGE_ERROR"),
+    # opennmt-1886: configargparse refusing the config file it was given
+    ("train.py: error: Couldn't parse config file: expected '<document start>', but found '<block mapping start>'\n",
+     "CONFIG_INVALID", "CONFIG_VALUE"),
+    # sp-society-7: a library's validation telling the caller to specify a setting
+    ("ValueError: When using a generator for validation data, you must specify a value for `validation_steps`.\n",
+     "CONFIG_INVALID", "CONFIG_VALUE"),
+    # mlx-lm-765: the same, quoted in a sentence
+    ("the tool reports an error that the ValueError: Must provide at least one of --train or --test.\n",
+     "CONFIG_INVALID", "CONFIG_VALUE"),
+    # deepke-271: datasets' map(remove_columns=...) naming columns the dataset lacks
+    ("ValueError: Column to remove ['output', 'kg'] not in the dataset. Current columns in the dataset: ['id', 'input']\n",
+     "DATA", "DATASET_KEY"),
+    # open-r1-205: trl's SFT trainer reading the text field of a record that has none
+    ("trl/trainer/utils.py\", line 612, in <lambda> [rank0]: self.formatting_func = lambda x: x[dataset_text_field] "
+     "[rank0]: KeyError: 'text'\n", "DATA", "DATASET_KEY"),
+    # viewdiff-24: NCCL's reason for ncclInvalidUsage, two ranks on one GPU (more processes than GPUs): the GPUs
+    # are there, the launch maps ranks onto them wrongly
+    ("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1691, "
+     "invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.19.3\nncclInvalidUsage: This usually reflects "
+     "invalid usage of NCCL library.\nLast error:\nDuplicate GPU detected : rank 0 and rank 1 both on CUDA device 1000\n",
+     "DISTRIBUTED", "NCCL_ERROR"),
+    # fast-sd-1673: a script's own path check raised as a ValueError
+    ("Traceback (most recent call last):\n  File \"/c/train_dreambooth.py\", line 321, in __init__\n"
+     "    raise ValueError(\"Instance images root doesn't exists.\")\nValueError: Instance images root doesn't exists.\n",
+     "DATA", "FILE_MISSING"),
+])
+def test_dev29_shapes(log, family, code):
+    result = diagnose(log, None, {"status": "crash"})
+    assert (result["family"], result["codes"]) == (family, [code]), result["explanation"]
+
+
+@pytest.mark.parametrize("log", [
+    # argparse's words in a sentence without a script's name in front of them
+    "the docs say 'error: argument --x: invalid float value' is what you get\n",
+    # `must specify` about the GPU is the machine's, not a setting's
+    "ValueError: you must specify a CUDA device for `device_map` when no GPU is visible\n",
+    # a path check about the toolchain (CUDA_HOME) is not a data file
+    "Traceback (most recent call last):\n  File \"setup.py\", line 3, in <module>\n    raise OSError(m)\n"
+    "OSError: CUDA_HOME path does not exist\n",
+    # a KeyError raised in the project's own formatting code, not trl's
+    "Traceback (most recent call last):\n  File \"/w/p/format.py\", line 3, in fmt\n    x = row['text']\n"
+    "KeyError: 'text'\n",
+])
+def test_dev29_shapes_need_their_evidence(log):
+    result = diagnose(log, None, {"status": "crash"})
+    assert result["codes"] not in (["USAGE_ERROR"], ["CONFIG_VALUE"], ["FILE_MISSING"], ["DATASET_KEY"]), result["explanation"]
+
+
+# The earlier dev sets' misses in the data/settings families, read by class (ids name where each shape came from).
+@pytest.mark.parametrize("log, family, code", [
+    # chatglm-efficient-tuning-17: LLaMA-Factory given a dataset name its dataset_info.json does not define
+    ("Run it in Colab caused ValueError: Undefined dataset mydata in dataset_info.json\n", "CONFIG_INVALID", "CONFIG_VALUE"),
+    # mlx-examples-854: mlx's strict load_weights given weights the model does not have
+    ("  File \"/x/mlx/nn/layers/base.py\", line 211, in load_weights\n"
+     "    raise ValueError(f\"Received parameters not in model: {extras}.\")\n", "CONFIG_INVALID", "CHECKPOINT_MISMATCH"),
+    # donut-318: a record's field read by the statement that raised
+    ("ground_truth = json.loads(sample[\"ground_truth\"]) KeyError: 'ground_truth'\n", "DATA", "DATASET_KEY"),
+    # aktwelve-tutorials-4: an annotation document without the field (IPython's frame layout)
+    ("<ipython-input-6-5aee> in load_data(self, annotation_json, images_dir)\n"
+     "---> 18         for category in coco_json['categories']:\n\nKeyError: 'categories'\n", "DATA", "DATASET_KEY"),
+])
+def test_data_and_settings_shapes_of_earlier_sets(log, family, code):
+    result = diagnose(log, None, {"status": "crash"})
+    assert (result["family"], result["codes"]) == (family, [code]), result["explanation"]
+
+
+@pytest.mark.parametrize("log", [
+    # a settings dict without the key: the run's settings, not its data
+    "Traceback (most recent call last):\n  File \"/w/p/train.py\", line 3, in main\n    lr = config['lr']\nKeyError: 'lr'\n",
+    # a collator's `example[...]` (a Trainer that dropped the column is a setting, minicpm-v-374)
+    "Traceback (most recent call last):\n  File \"/w/p/collate.py\", line 3, in collate\n"
+    "    ids = example[\"input_ids\"]\nKeyError: 'input_ids'\n",
+    # a record read for another key than the one missing
+    "Traceback (most recent call last):\n  File \"/w/p/data.py\", line 3, in get\n    x = sample['image']; y = LUT[x]\n"
+    "KeyError: 'cat'\n",
+])
+def test_record_field_needs_the_record_and_the_key(log):
+    result = diagnose(log, None, {"status": "crash"})
+    assert result["codes"] != ["DATASET_KEY"], result["explanation"]

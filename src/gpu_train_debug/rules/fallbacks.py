@@ -81,6 +81,27 @@ def assertion(raised, statement):
     return None
 
 
+# A script's own check that a path exists, raised as an exception rather than asserted
+# (`raise ValueError("Instance images root doesn't exists.")`): the message names a file, folder,
+# root or path and says it does not exist.
+_PATH_ABSENT = re.compile(r"\b(?:root|dir(?:ectory)?|folder|path|file)s?\b[^\n]{0,80}?\b(?:does ?n[o']t|doesn't|do not|not) exists?\b",
+                          re.I)
+# ...but not a toolchain's or a library's path (CUDA_HOME, nvcc, a shared library): another family's.
+_TOOLCHAIN_PATH = re.compile(r"cuda|nvcc|driver|\.so\b|\.dll\b|librar|compiler|gcc|module", re.I)
+_CHECKED_RAISES = ("ValueError", "RuntimeError", "Exception", "OSError", "IOError")
+
+
+def path_check(raised):
+    """A script's own path check raised as ValueError/RuntimeError/OSError: a file or folder is missing."""
+    message = raised.message or ""
+    if raised.name not in _CHECKED_RAISES or not _PATH_ABSENT.search(message) or _TOOLCHAIN_PATH.search(message):
+        return None
+    return ("DATA", ["FILE_MISSING"], "the error says a file or folder the run reads does not exist", (
+        f"{raised.text()[:160]}: a file or folder the run reads (its data, images or checkpoint) is not where the "
+        "setting points. Download or create it, or fix the path in the command line or config (relative paths "
+        "depend on the working directory)."))
+
+
 # -- data loading ----------------------------------------------------------------------------
 
 _ARROW = ("ArrowInvalid", "ArrowTypeError", "ArrowNotImplementedError", "DatasetGenerationError", "CastError",
@@ -236,77 +257,84 @@ _QUANTISED_MOVE = re.compile(r"`?\.to`? is not supported for `?4-bit`? or `?8-bi
 _NESTED_FEATURES = re.compile(r"Unable to create tensor.{0,300}?excessive nesting", re.S)
 
 
+# Library messages whose meaning is the same in every project that meets them: (the exception classes that
+# may carry it, or None for any; the message's shape; family; code; why; the explanation, from the exception).
+# Read in order; the first that fits decides.
+_CONTRACTS = (
+    (("IndexError",), _EMBEDDING_INDEX, "CONFIG_INVALID", "INDEX_OUT_OF_RANGE",
+     "torch's embedding lookup got an id beyond its table", lambda r: (
+         f"{r.text()[:120]}: an embedding lookup got an index at or beyond the size of its table: token ids "
+         "larger than the model's vocabulary (a tokenizer with added tokens and no resize_token_embeddings, a "
+         "pad/special id outside the vocabulary, data tokenised with another tokenizer). Make the embedding as "
+         "large as the tokenizer's vocabulary, or the ids smaller than it.")),
+    (("IndexError",), _TARGET_BOUNDS, "CONFIG_INVALID", "INDEX_OUT_OF_RANGE",
+     "a class label at or beyond the number of classes", lambda r: (
+         f"{r.text()[:120]}: the loss got a class label at or beyond the number of classes the model "
+         "outputs. Make num_classes/num_labels cover every label in the data (labels start at 0).")),
+    (("ValueError",), _EMPTY_SAMPLER, "DATA", "DATASET_EMPTY", "the sampler was given a dataset of 0 samples", lambda r: (
+        f"{r.text()[:120]}: the dataset is empty (0 samples), so the sampler has nothing to draw. Check "
+        "the data path and the files it should match, and filters (max length, empty texts) that can drop "
+        "every sample.")),
+    (("KeyError", "ValueError"), semantics.NO_COLUMN, "DATA", "DATASET_KEY", "the dataset has no such column or split",
+     lambda r: (
+         f"{r.text()[:160]}: the dataset does not have the column or split the code asks for. Rename the "
+         "field in the data, or point the code at the column/split the data has.")),
+    (("ValueError",), semantics.NO_TEMPLATE, "TOKENIZER", "TOKENIZER_NO_CHAT_TEMPLATE", "the tokenizer has no chat template",
+     lambda r: (
+         f"{r.text()[:120]}: the tokenizer (a base model's, most often) has no chat template. Use the "
+         "instruct/chat model's tokenizer, or set tokenizer.chat_template (or the trainer's template option).")),
+    (("AttributeError",), _LIBRARY_OBJECT, "MISSING_DEPENDENCY", "PACKAGE_VERSION",
+     "a transformers model/tokenizer lacks a method of another release", lambda r: (
+         f"{r.text()[:160]}: the installed transformers (or the model's remote code) is a release without "
+         "that method, or with it renamed. Install the transformers release the project or the model card "
+         "names.")),
+    (None, _UNKNOWN_ARCHITECTURE, "MISSING_DEPENDENCY", "PACKAGE_VERSION",
+     "transformers does not know the checkpoint's model type", lambda r: (
+         f"{r.text()[:160]}: the installed transformers is older than the model. Upgrade transformers to "
+         "the release the model card names (`pip install -U transformers`).")),
+    (("ValueError",), _ROPE_SCALING, "MISSING_DEPENDENCY", "PACKAGE_VERSION",
+     "the checkpoint's rope_scaling is newer than the library", lambda r: (
+         f"{r.text()[:160]}: the model's config.json carries a rope_scaling of a newer release (Llama "
+         "3.1+'s rope_type 'llama3') than the installed library reads. Upgrade transformers / mlx-lm / vLLM "
+         "to a release that knows the model.")),
+    (None, _FSSPEC_MIX, "MISSING_DEPENDENCY", "PACKAGE_VERSION",
+     "datasets and fsspec of releases that do not go together", lambda r: (
+         f"{r.text()[:120]}: the installed `datasets` is older than the `fsspec` it runs with. Upgrade "
+         "datasets (`pip install -U datasets`), or pin fsspec to the release datasets asks for.")),
+    (("ValueError",), _EVAL_WITHOUT_DATA, "CONFIG_INVALID", "CONFIG_VALUE",
+     "evaluation is switched on without an evaluation dataset", lambda r: (
+         f"{r.text()[:120]}: evaluation is on (eval_strategy/do_eval) but no evaluation dataset is given. "
+         "Pass one (or a validation split / val_size), or turn evaluation off.")),
+    (None, _TF32, "DTYPE_UNSUPPORTED", "TF32_UNSUPPORTED", "tf32 asked of a GPU older than Ampere", lambda r: (
+        f"{r.text()[:120]}: TF32 exists on Ampere (sm_80) and newer GPUs only. Turn tf32 off "
+        "(--tf32 False), and bf16 with it on such a GPU (fp16 instead).")),
+    (("RuntimeError",), _LAZY_IMPORT, "MISSING_DEPENDENCY", "PACKAGE_VERSION", "a package's lazy import failed", lambda r: (
+        f"{r.text()[:160]}: importing an installed package failed (its own traceback is above): "
+        "packages of releases that do not go together (transformers, peft, accelerate, trl, torch), or one "
+        "installed half-way. Install the versions the project pins together.")),
+    (("ValueError",), _LORA_TARGETS, "CONFIG_INVALID", "CONFIG_VALUE",
+     "peft found none of the LoRA target modules in this model", lambda r: (
+         f"{r.text()[:160]}: the LoRA target_modules name layers this model does not have (each "
+         "architecture names its projections differently: q_proj/v_proj, query_key_value, W_pack, c_attn). "
+         "Set target_modules to this model's linear layer names (print the model, or use 'all-linear').")),
+    (("ValueError",), _QUANTISED_MOVE, "CONFIG_INVALID", "CODE_ERROR", "bitsandbytes refuses to move a quantised model",
+     lambda r: (
+         f"{r.text()[:160]}: the code calls .to()/.cuda() on a model loaded in 4/8-bit; bitsandbytes has "
+         "already placed it. Drop the .to() call (place it with device_map when loading).")),
+    (("ValueError",), _NESTED_FEATURES, "DATA", "DATA_FORMAT", "the collator got features that are not token ids",
+     lambda r: (
+         f"{r.text()[:160]}: the batch's features are not lists of token ids (raw text or nested lists "
+         "reached the collator): the data's fields are not the ones the tokenising code expects (names, case, "
+         "nesting). Give the records the fields the script reads, or tokenise them before batching.")),
+)
+
+
 def message_contract(raised):
-    """Library messages whose meaning is the same in every project that meets them."""
+    """Library messages whose meaning is the same in every project that meets them (_CONTRACTS)."""
     message = raised.message or ""
-    if raised.name == "IndexError" and _EMBEDDING_INDEX.search(message):
-        return ("CONFIG_INVALID", ["INDEX_OUT_OF_RANGE"], "torch's embedding lookup got an id beyond its table", (
-            f"{raised.text()[:120]}: an embedding lookup got an index at or beyond the size of its table: token ids "
-            "larger than the model's vocabulary (a tokenizer with added tokens and no resize_token_embeddings, a "
-            "pad/special id outside the vocabulary, data tokenised with another tokenizer). Make the embedding as "
-            "large as the tokenizer's vocabulary, or the ids smaller than it."))
-    if raised.name == "IndexError" and _TARGET_BOUNDS.search(message):
-        return ("CONFIG_INVALID", ["INDEX_OUT_OF_RANGE"], "a class label at or beyond the number of classes", (
-            f"{raised.text()[:120]}: the loss got a class label at or beyond the number of classes the model "
-            "outputs. Make num_classes/num_labels cover every label in the data (labels start at 0)."))
-    if raised.name == "ValueError" and _EMPTY_SAMPLER.search(message):
-        return ("DATA", ["DATASET_EMPTY"], "the sampler was given a dataset of 0 samples", (
-            f"{raised.text()[:120]}: the dataset is empty (0 samples), so the sampler has nothing to draw. Check "
-            "the data path and the files it should match, and filters (max length, empty texts) that can drop "
-            "every sample."))
-    if semantics.NO_COLUMN.search(message) and raised.name in ("KeyError", "ValueError"):
-        return ("DATA", ["DATASET_KEY"], "the dataset has no such column or split", (
-            f"{raised.text()[:160]}: the dataset does not have the column or split the code asks for. Rename the "
-            "field in the data, or point the code at the column/split the data has."))
-    if raised.name == "ValueError" and semantics.NO_TEMPLATE.search(message):
-        return ("TOKENIZER", ["TOKENIZER_NO_CHAT_TEMPLATE"], "the tokenizer has no chat template", (
-            f"{raised.text()[:120]}: the tokenizer (a base model's, most often) has no chat template. Use the "
-            "instruct/chat model's tokenizer, or set tokenizer.chat_template (or the trainer's template option)."))
-    if raised.name == "AttributeError" and _LIBRARY_OBJECT.search(message):
-        return ("MISSING_DEPENDENCY", ["PACKAGE_VERSION"], "a transformers model/tokenizer lacks a method of another release", (
-            f"{raised.text()[:160]}: the installed transformers (or the model's remote code) is a release without "
-            "that method, or with it renamed. Install the transformers release the project or the model card "
-            "names."))
-    if _UNKNOWN_ARCHITECTURE.search(message):
-        return ("MISSING_DEPENDENCY", ["PACKAGE_VERSION"], "transformers does not know the checkpoint's model type", (
-            f"{raised.text()[:160]}: the installed transformers is older than the model. Upgrade transformers to "
-            "the release the model card names (`pip install -U transformers`)."))
-    if raised.name == "ValueError" and _ROPE_SCALING.search(message):
-        return ("MISSING_DEPENDENCY", ["PACKAGE_VERSION"], "the checkpoint's rope_scaling is newer than the library", (
-            f"{raised.text()[:160]}: the model's config.json carries a rope_scaling of a newer release (Llama "
-            "3.1+'s rope_type 'llama3') than the installed library reads. Upgrade transformers / mlx-lm / vLLM "
-            "to a release that knows the model."))
-    if _FSSPEC_MIX.search(message):
-        return ("MISSING_DEPENDENCY", ["PACKAGE_VERSION"], "datasets and fsspec of releases that do not go together", (
-            f"{raised.text()[:120]}: the installed `datasets` is older than the `fsspec` it runs with. Upgrade "
-            "datasets (`pip install -U datasets`), or pin fsspec to the release datasets asks for."))
-    if raised.name == "ValueError" and _EVAL_WITHOUT_DATA.search(message):
-        return ("CONFIG_INVALID", ["CONFIG_VALUE"], "evaluation is switched on without an evaluation dataset", (
-            f"{raised.text()[:120]}: evaluation is on (eval_strategy/do_eval) but no evaluation dataset is given. "
-            "Pass one (or a validation split / val_size), or turn evaluation off."))
-    if _TF32.search(message):
-        return ("DTYPE_UNSUPPORTED", ["TF32_UNSUPPORTED"], "tf32 asked of a GPU older than Ampere", (
-            f"{raised.text()[:120]}: TF32 exists on Ampere (sm_80) and newer GPUs only. Turn tf32 off "
-            "(--tf32 False), and bf16 with it on such a GPU (fp16 instead)."))
-    if raised.name == "RuntimeError" and _LAZY_IMPORT.search(message):
-        return ("MISSING_DEPENDENCY", ["PACKAGE_VERSION"], "a package's lazy import failed", (
-            f"{raised.text()[:160]}: importing an installed package failed (its own traceback is above): "
-            "packages of releases that do not go together (transformers, peft, accelerate, trl, torch), or one "
-            "installed half-way. Install the versions the project pins together."))
-    if raised.name == "ValueError" and _LORA_TARGETS.search(message):
-        return ("CONFIG_INVALID", ["CONFIG_VALUE"], "peft found none of the LoRA target modules in this model", (
-            f"{raised.text()[:160]}: the LoRA target_modules name layers this model does not have (each "
-            "architecture names its projections differently: q_proj/v_proj, query_key_value, W_pack, c_attn). "
-            "Set target_modules to this model's linear layer names (print the model, or use 'all-linear')."))
-    if raised.name == "ValueError" and _QUANTISED_MOVE.search(message):
-        return ("CONFIG_INVALID", ["CODE_ERROR"], "bitsandbytes refuses to move a quantised model", (
-            f"{raised.text()[:160]}: the code calls .to()/.cuda() on a model loaded in 4/8-bit; bitsandbytes has "
-            "already placed it. Drop the .to() call (place it with device_map when loading)."))
-    if raised.name == "ValueError" and _NESTED_FEATURES.search(message):
-        return ("DATA", ["DATA_FORMAT"], "the collator got features that are not token ids", (
-            f"{raised.text()[:160]}: the batch's features are not lists of token ids (raw text or nested lists "
-            "reached the collator): the data's fields are not the ones the tokenising code expects (names, case, "
-            "nesting). Give the records the fields the script reads, or tokenise them before batching."))
+    for names, shape, family, code, why, explain in _CONTRACTS:
+        if (names is None or raised.name in names) and shape.search(message):
+            return family, [code], why, explain(raised)
     return None
 
 

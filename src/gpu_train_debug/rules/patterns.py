@@ -171,7 +171,7 @@ SIGNATURES = [
       'gpuaccelerator can not run', 'no supported gpu backend', 'runtime error (999)', 'not compiled with cuda', 'no nvidia driver', 'no cuda gpus', 'no cuda-capable', 'invalid device ordinal',
       'cuda unavailable', 'driver was not detected', 'cuda unknown error', 'your machine only has', "invalid cuda '",
       'no hip gpus', 'accelerator` can not run', 'device < num_gpus', 'mixed precision requires a gpu',
-      'can only be used on cuda', 'runtime error (30)')),
+      'can only be used on cuda', 'runtime error (30)', 'duplicate gpu detected')),
     # The build of a CUDA extension stopped on the toolchain: the host compiler is newer than nvcc
     # accepts, nvcc is older than the GPU, or the local toolkit is not the CUDA torch was built with.
     # A build failure comes before the missing module or undefined symbol it leaves behind.

@@ -25,6 +25,12 @@ USAGE = re.compile(
     r"|not allowed with|conflicting)|ambiguous option:|one of the arguments [^\n]{1,80} is required)"
     # transformers' HfArgumentParser, refusing the same way
     r"|Some specified arguments are not used by the HfArgumentParser", _M)
+# The same refusal quoted inside a sentence (`I get error message: 'main.py: error: argument --lr-params: invalid
+# float value: ...'`): a script's name in front of argparse's own wording, after a quote or a parenthesis.
+USAGE_QUOTED = re.compile(
+    r"[^\n]['\"`(][^\S\n]*[\w./\\-]{1,80}\.py:[^\S\n]?error:[^\S\n]?(?:unrecognized arguments:"
+    r"|the following arguments are required:|argument [^\n]{1,80}?:[^\S\n]*(?:invalid (?:choice|[\w ]{1,20}value)"
+    r"|expected (?:one|at least|\d)))")
 
 # A configuration schema refused a value: pydantic, OmegaConf/Hydra, yacs, jsonargparse.
 _SCHEMA = re.compile(
@@ -41,6 +47,8 @@ _YAML_SYNTAX = re.compile(
     r"|could not find expected ':'|found character '[^'\n]{1,4}' that cannot start any token"
     r"|while parsing a (?:block|flow) (?:mapping|sequence|collection)|expected <block end>, but found"
     r"|did not find expected (?:key|'-' indicator|node content)|found undefined alias")
+# configargparse's refusal of the config file it was given (`train.py: error: Couldn't parse config file: ...`).
+_CONFIG_UNPARSED = re.compile(r"\berror: Couldn't parse config file: [^\n]{0,200}")
 _YAML_MARK = re.compile(r"^[^\S\n]*in [\"'<][^\n]{1,300}, line \d+, column \d+", _M)
 
 # A library's own validation of its arguments or config: where it was raised...
@@ -57,7 +65,7 @@ _CONFIG_WORDS = re.compile(
 _OTHER_SUBJECT = re.compile(r"tokeni[sz]er|chat[_ ]template|\bvocab|\bcuda\b|\bgpu\b|\bdevice\b|memory|\bmodule named|"
                             r"\bnot installed\b|\bversion\b|\bdriver\b", _I)
 _CONFIG_VERDICT = re.compile(
-    r"\b(?:mismatch(?:es)?|must (?:be|match|have|set)|requires? (?:the|you|a|an|that|at least)|will be ignored"
+    r"\b(?:mismatch(?:es)?|must (?:be|match|have|set|specify|provide)|requires? (?:the|you|a|an|that|at least)|will be ignored"
     r"|(?:is|are) not (?:supported|compatible|allowed|a valid)|cannot be (?:used|combined|set)|incompatible"
     r"|please (?:correct|specify|set|check)|should be (?:set|one of|an? )|expected one of|only (?:supports?|one of)"
     r"|does not (?:require|support|accept|take)|you didn't pass|not found in the (?:base )?model|set (?:it to |to )?None)\b", _I)
@@ -87,18 +95,26 @@ _WRAPPED = re.compile(r"'(?:DataParallel|DistributedDataParallel|FullyShardedDat
 # transformers' Trainer refusing to train a quantized base model that carries no adapters.
 _QUANTIZED_ONLY = re.compile(r"You cannot perform fine-tuning on purely quantized models")
 # torch's older wording of a state_dict that does not fit the model (`unexpected key "x" in state_dict`).
-_STATE_KEYS = re.compile(r"\b(?:unexpected|missing) keys? \"[\w.]+\" in state_dict")
+_STATE_KEYS = re.compile(r"\b(?:unexpected|missing) keys? \"[\w.]+\" in state_dict"
+                         # mlx's load_weights (strict) given weights the model does not have, or lacking some
+                         r"|\b(?:Received parameters not in model|Missing parameters):")
+# LLaMA-Factory's data loader given a dataset name its dataset_info.json does not define.
+_UNDEFINED_DATASET = re.compile(r"\bUndefined dataset [^\n]{1,80}? in dataset_info\.json")
 # timm's registry has no model of that name: the config or the command line names one nobody registered.
 _UNKNOWN_MODEL = re.compile(r"\bRuntimeError: Unknown model \([\w.-]+\)")
 # A dataset asked for a column or a split it does not have (datasets' `Column 'x' not in the dataset`,
 # `Unknown split "validation". Should be one of [...]` and tensorflow-datasets' `Unknown split 'val'`,
 # a trainer's `does not contain a column named`).
 NO_COLUMN = re.compile(r"does not contain (?:a|any) columns? named|\bColumn '?[^\n']{1,80}'? not in the dataset"
+                       # datasets' map(remove_columns=[...]) naming columns the dataset does not have
+                       r"|\bColumns? to remove \[[^\]\n]{1,200}\] not in the dataset"
                        r"|Unknown split [\"'][^\"'\n]{1,40}[\"']\.? Should be one of", _I)
 # A function that reads records from a JSON/JSON Lines/CSV file (`from_jsonl`, `load_json`, `read_csv_file`):
 # a KeyError raised there is a record without the field the reader expects.
 _RECORD_READER = re.compile(r"^_?(?:from|load|read|parse)_?(?:jsonl?|json_?lines|csv|tsv)(?:_file|_data)?$", _I)
-_DATASET_FRAME = re.compile(r"[/\\]datasets[/\\](?:formatting|arrow_dataset|features)")
+_DATASET_FRAME = re.compile(r"[/\\]datasets[/\\](?:formatting|arrow_dataset|features)"
+                            # trl's SFT trainer reading each record's text field (`lambda x: x[dataset_text_field]`)
+                            r"|(?<![\w.-])trl[/\\]trainer[/\\](?:sft_trainer|utils)\.py")
 _HUB_DATASET = re.compile(r"doesn't exist on the Hub or cannot be accessed|\bDatasetNotFoundError\b")
 
 # Tensors that do not fit what an operation needs: two dtypes, two shapes, a graph that gives no
@@ -134,11 +150,13 @@ _SCALE_COLLAPSE = re.compile(
 # those lines, so that a log of any size is read in about the time str.find takes.
 _WORDS = {
     "USAGE": ("error:", "hfargumentparser"),
+    "USAGE_QUOTED": (".py: error:", ".py:error:"),
     "_SCHEMA": ("validationerror", "omegaconf", "configattributeerror", "configkeyerror", "missingmandatoryvalue",
                 "configcompositionexception", "interpolationresolutionerror", "hydra.errors", "non-existent config key",
                 "configvalueerror", "misconfiguration", "invalidconfig"),
     "_YAML_SYNTAX": ("mapping values", "while scanning a", "could not find expected", "cannot start any token",
                      "while parsing a", "expected <block end>", "did not find expected", "undefined alias"),
+    "_CONFIG_UNPARSED": ("couldn't parse config file",),
     "_NO_PARAMETERS": ("parameter",),
     "_SCHEDULE_OVERRUN": ("tried to step",),
     "_EMPTY": ("num_samples", "dataset is empty", "found 0 ", "no samples", "no examples", "no images", "no training"),
@@ -150,8 +168,9 @@ _WORDS = {
     "NO_COLUMN": ("column", "unknown split"),
     "_WRAPPED": ("dataparallel' object has no attribute", "fullyshardeddataparallel' object has no attribute"),
     "_QUANTIZED_ONLY": ("purely quantized",),
-    "_STATE_KEYS": ("in state_dict",),
+    "_STATE_KEYS": ("in state_dict", "parameters not in model", "missing parameters:"),
     "_UNKNOWN_MODEL": ("unknown model (",),
+    "_UNDEFINED_DATASET": ("undefined dataset",),
     "_HUB_DATASET": ("exist on the hub", "datasetnotfounderror"),
     "_DTYPE_CLASH": ("dtype", "scalar type", "result type", "floating point type", "not implemented for"),
     "_SHAPE_CLASH": ("dimensional", "size mismatch", "output size is too small", "target tensor expected", "target size",
@@ -192,8 +211,9 @@ def _search(name, log, lower):
 
 
 def usage_error(log):
-    """The argparse refusal line, or None."""
-    return _search("USAGE", log, log.lower())[0]
+    """The argparse refusal line (also one quoted in a sentence), or None."""
+    lower = log.lower()
+    return _search("USAGE", log, lower)[0] or _search("USAGE_QUOTED", log, lower)[0]
 
 
 # A loop that prints its loss as a bare scalar tensor, one per line (`print(loss.detach().float())` gives
@@ -237,6 +257,8 @@ def _tensor_column(log, lower):
 
 def read(log, raised=None, link=None):
     """A diagnosis from the message's shape and where it was raised, or None."""
+    if raised is None:
+        raised = _quoted_exception(log)
     message = raised.text() if raised is not None else ""
     # Frames pasted without their `Traceback` header are not parsed into the chain: read them too.
     printed = log[max(0, raised.start - 1500):raised.start] if raised is not None else ""
@@ -271,6 +293,9 @@ def read(log, raised=None, link=None):
                 f"{message[:100]}: a row of the dataset has no such column (it was looked up by the `datasets` "
                 "library for the trainer). Rename the dataset's column to the one the trainer reads (e.g. `text`), "
                 "or tell the trainer the column's name (dataset_text_field, formatting_func, label_names).")
+    field = _record_field(raised, printed[-600:])
+    if field:
+        return field
     for name, family, code, explain in _FIXED:
         found, text = _search(name, log, lower)
         hit = globals()[name].search(message) or found
@@ -292,6 +317,36 @@ def read(log, raised=None, link=None):
                     "TrainingArguments also sets, `\"auto\"`), or install the library version the script was "
                     "written for; no train.py constant fixes it.")
     return None
+
+
+# A KeyError raised by the statement that reads that very field from a loaded record or annotation
+# (`json.loads(sample["ground_truth"])`, `for c in coco_json['categories']`, `self.data[index]['json_dialogue']`):
+# the data has no such field. Only names that say "a record of the data" count (not `example` of a collator,
+# `batch`, `config` or `args`, whose missing keys are settings or code).
+_RECORD_INDEX = re.compile(
+    r"\b(?:sample|record|ann|anno|annotations?|\w+_json|json_\w+|\w+_anno(?:tation)?s?|data\[(?:index|idx|i)\])"
+    r"(?:\[[^\]\n]{1,30}\])*\[\s*['\"]([\w .-]{1,40})['\"]\s*\]")
+
+
+def _record_field(raised, before):
+    """DATA/DATASET_KEY when a KeyError's key is the field its statement (printed in `before`, the text
+    above the exception) read from a data record."""
+    if raised is None or raised.name != "KeyError":
+        return None
+    key = (raised.message or "").strip().strip("'\"")
+    if not key or not any(found.group(1) == key for found in _RECORD_INDEX.finditer(before)):
+        return None
+    return ("DATA", "DATASET_KEY", raised.text(),
+            f"{raised.text()[:100]}, raised by the statement that reads that field from a record of the data: "
+            "a record (or the annotation file) has no such field. Give the data the fields the loader reads "
+            "(its documented format: names, case, nesting, JSON vs JSON Lines), or read the field the data has.")
+
+
+def _quoted_exception(log):
+    """An exception quoted in a sentence or after other text on its line, when no line starts with one
+    (`... reports an error that the ValueError: Must provide ...`): read like one printed on its own."""
+    from gpu_train_debug.rules import fallbacks   # fallbacks reads this module's tables: import it late
+    return fallbacks.pasted_exception(log) or fallbacks.message_only(log)
 
 
 # A setting nobody set, dereferenced by the code that reads the settings: `'NoneType' object has no
@@ -336,6 +391,10 @@ _FIXED = (
         f"The code asked the DataParallel/DistributedDataParallel wrapper for the model's own attribute ({said[:100]}): "
         "a wrapped model's methods and attributes live on `model.module`. Call `model.module.<name>` (or keep a "
         "reference to the unwrapped model), or run on one GPU (CUDA_VISIBLE_DEVICES=0) where the script does not wrap it.")),
+    ("_CONFIG_UNPARSED", "CONFIG_INVALID", "CONFIG_VALUE", lambda said: (
+        f"The argument parser could not read the config file it was given ({said[:120]}): the file is not valid "
+        "YAML/INI (a stray line such as `...`, a tab, a missing space after `:`), or another file than a config "
+        "was passed. Fix the file at the line the parser's message names, or pass the config the project ships.")),
     ("_QUANTIZED_ONLY", "CONFIG_INVALID", "CONFIG_VALUE", lambda said: (
         f"The Trainer refused to train a quantized model without adapters ({said[:80]}): 4-/8-bit weights cannot "
         "be trained directly. Attach LoRA adapters first (peft's get_peft_model, unsloth's get_peft_model), and "
@@ -349,6 +408,10 @@ _FIXED = (
         f"timm has no model registered under that name ({said[:100]}): the name in the config or command line is "
         "misspelled, or the project's module that registers it (@register_model) was not imported before "
         "create_model. Correct the model name, or import the project's model module first.")),
+    ("_UNDEFINED_DATASET", "CONFIG_INVALID", "CONFIG_VALUE", lambda said: (
+        f"The dataset named in the run's arguments is not defined in dataset_info.json ({said[:100]}): the name "
+        "is misspelt, or a custom dataset was not registered there (its file_name and columns), or dataset_dir "
+        "points at another folder. Add the dataset's entry to dataset_info.json, or pass a name it defines.")),
     ("_LOSS_NONFINITE", "NAN_LOSS", "LOSS_DIVERGED", lambda said: (
         f"The training loss became NaN/inf ({said[:80]}): the run diverged. Lower the learning rate (or "
         "warm it up longer), clip gradients, and in fp16 use bf16 or float32.")),
