@@ -1431,6 +1431,10 @@ class _Diagnosis:
         link = self._link(raised)
         if link is None or not link.frames:
             return False
+        if raised.name in ("KeyError", "IndexError") and link.frames[-1].cell:
+            # A lookup that failed in a notebook cell: the cell reads the data it loaded as often as it
+            # has a bug (an annotation file without the field, an id the split does not list).
+            return False
         lib = link.raised_in
         if lib is not None:
             self.decided_by.append({"line": f"{link.frames[-1].file} line {link.frames[-1].line}",

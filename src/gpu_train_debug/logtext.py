@@ -22,7 +22,9 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]")
 QUOTE = re.compile(r"^[ \t]*(?:(?:>|│|┃|\|)[ \t]?)+", _M)
 BOLD = re.compile(r"\*\*(?=\S)|(?<=\S)\*\*")
 # Markdown emphasis or code marks opening a line: `_**RuntimeError: ...**_`, `` `ValueError: ...` ``.
-LEADING_MARKS = re.compile(r"^([ \t]*)[_*`]+(?=[A-Za-z\[])", _M)
+LEADING_MARKS = re.compile(r"^([ \t]*)[_*`]+(?=[A-Za-z\[\d])", _M)
+# An inline-code mark that closes a line, its opening one on an earlier line: `` ...Killed sh start.sh` ``.
+TRAILING_MARK = re.compile(r"^([^`\n]*\S)`+[ \t]*$", _M)
 BOX_END = re.compile(r"[ \t]*[│┃][ \t]*$", _M)
 # `RuntimeError:` alone on a line, its message on the next: join them.
 WRAPPED = re.compile(r"^([ \t]*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)):[ \t]*\n[ \t]*(?=\S)", _M)
@@ -41,15 +43,20 @@ def normalise_lines(text):
         text = ANSI.sub("", text)
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if "│" in text or "┃" in text:
+        text = rich_frames(text)
     if ">" in text or "│" in text or "┃" in text or "|" in text:
         text = QUOTE.sub("", text)
         if "│" in text or "┃" in text:
             text = BOX_END.sub("", text)
     text, ranks = strip_envelopes(text)
+    text = paste_forms(text)
     if "**" in text:
         text = BOLD.sub("", text)
     if "`" in text or "_" in text or "*" in text:
         text = LEADING_MARKS.sub(r"\1", text)
+        if "`" in text:
+            text = TRAILING_MARK.sub(r"\1", text)
     if "Error:\n" in text or "Exception:\n" in text or "Error: \n" in text:
         text, ranks = _join_wrapped(text, ranks)
     return text, ranks
@@ -112,6 +119,133 @@ def strip_envelopes(text):
             ranks[index] = int(tag.group(1))
         lines[index] = line[match.end():]
     return "\n".join(lines), ranks
+
+
+# -- the forms a traceback is pasted in ------------------------------------------------------
+# Each rewrite below keeps the number of lines (the rank map is keyed by line index): a form's frame
+# becomes CPython's `File "path", line N, in func` on the line that named the frame, and what the rewrite
+# takes away is left as an empty line.
+
+# rich's boxed traceback (accelerate, typer, kohya's scripts): `│ /path/x.py:12 in func │`; a path too long
+# for the box is wrapped onto the next box line (`│ .../launch.p │` then `│ y:567 in simple_launcher │`).
+_RICH_FRAME = re.compile(r"^([ \t]*[│┃][ \t]*)([^\s│┃]*[/\\][^\s│┃]*|[^\s│┃]+\.py):(\d+) in (\S+)[ \t]*(?:[│┃][ \t]*)?$")
+_RICH_WRAPPED = re.compile(r"^[ \t]*[│┃][ \t]*([^\s│┃]*[/\\][^\s│┃]*)[ \t]*[│┃][ \t]*$")
+_RICH_TAIL = re.compile(r"^([ \t]*[│┃][ \t]*)([^\s│┃]*):(\d+) in (\S+)[ \t]*(?:[│┃][ \t]*)?$")
+
+
+def rich_frames(text):
+    """rich's frame headers as CPython frame lines (the box's source lines and arrows stay)."""
+    if " in " not in text:
+        return text
+    lines = text.split("\n")
+    changed = False
+    for index, line in enumerate(lines):
+        if "│" not in line and "┃" not in line:
+            continue
+        match = _RICH_FRAME.match(line)
+        if match:
+            lines[index] = f'{match.group(1)}File "{match.group(2)}", line {match.group(3)}, in {match.group(4)}'
+            changed = True
+            continue
+        wrapped = _RICH_WRAPPED.match(line)
+        tail = _RICH_TAIL.match(lines[index + 1]) if wrapped and index + 1 < len(lines) else None
+        if tail:
+            lines[index] = ""
+            lines[index + 1] = f'{tail.group(1)}File "{wrapped.group(1)}{tail.group(2)}", line {tail.group(3)}, in {tail.group(4)}'
+            changed = True
+    return "\n".join(lines) if changed else text
+
+
+# IPython 7 and Colab name a frame `/path/x.py in func(args)` (Colab: `[/path/x.py](https://localhost:8080/#)
+# in func()`, the cell `<ipython-input-3-ab12> in <module>`) and give its line on an arrow below: `--> 429 ...`.
+_OLD_IPYTHON = re.compile(r"^[ \t]*(?:\[([^\]\n]+)\]\([^)\n]*\)|(<ipython-input-[\w-]+>|[^\s\[]*[/\\][^\s]*\.py|\S+\.py)) in ([\w<>.]+)(?:\(.*)?$")
+_ARROW = re.compile(r"^[ \t]*-{1,4}> ?[ \t]*(\d+)\b")
+# IPython 8 / Jupyter names the cell `Cell In[3], line 5`, `Cell In [3], line 5` or `Input In [3], in <cell line: 5>()`.
+_CELL = re.compile(r"^[ \t]*(?:Cell|Input) In ?\[(\d*)\], (?:line (\d+)|in <cell line: (\d+)>\(\))(?:, in (\S+))?")
+
+
+def _ipython_frames(lines):
+    changed = False
+    for index, line in enumerate(lines):
+        cell = _CELL.match(line)
+        if cell:
+            number = cell.group(2) or cell.group(3)
+            lines[index] = f'File "<cell In[{cell.group(1)}]>", line {number}, in {cell.group(4) or "<module>"}'
+            changed = True
+            continue
+        if " in " not in line or not (".py" in line or "<ipython-input" in line):
+            continue
+        frame = _OLD_IPYTHON.match(line)
+        if not frame:
+            continue
+        for below in lines[index + 1:index + 40]:
+            arrow = _ARROW.match(below)
+            if arrow:
+                path = frame.group(1) or frame.group(2)
+                lines[index] = f'File "{path}", line {arrow.group(1)}, in {frame.group(3)}'
+                changed = True
+                break
+            if _OLD_IPYTHON.match(below) or below.startswith("File "):
+                break
+    return changed
+
+
+# VS Code's exception widget: `Exception has occurred: ValueError`, the message on the next line (the
+# frames it lists are the user's own code only). The message line becomes the exception line; the
+# widget's header stays, and tells evidence.py that the frames below it are not the whole traceback.
+VSCODE = "Exception has occurred: "
+_VSCODE_HEAD = re.compile(r"^[ \t]*Exception has occurred: ((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)[ \t]*$")
+
+# Python's report of an exception it ignored (in a destructor, at interpreter shutdown): it did not end the
+# run, and the traceback that follows it is taken out of what the rules read.
+_IGNORED = re.compile(r"^[ \t]*Exception ignored in\b")
+_EXCEPTION_LINE = re.compile(r"^[ \t]*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b(?::|[ \t]*$)")
+
+# Hints that list what might have happened, not what did: Ray's worker-death message ends with its
+# `potential root causes. (1) The process is killed by SIGKILL by OOM killer ... (2) ray stop --force ...`.
+_HINTS = re.compile(r"(?<=There are some potential root causes\.)[^\n]*")
+
+
+def paste_forms(text):
+    """The traceback forms of notebooks, debuggers and rich read as CPython's; ignored exceptions and
+    listed possibilities taken out (the line count stays)."""
+    notebook = "Cell In" in text or "Input In" in text or "-> " in text
+    vscode = VSCODE in text
+    ignored = "Exception ignored in" in text
+    if "potential root causes" in text:
+        text = _HINTS.sub("", text)
+    if not (notebook or vscode or ignored):
+        return text
+    lines = text.split("\n")
+    changed = _ipython_frames(lines) if notebook else False
+    for index, line in enumerate(lines):
+        if vscode and line.lstrip().startswith(VSCODE):
+            head = _VSCODE_HEAD.match(line)
+            following = lines[index + 1].strip() if index + 1 < len(lines) else ""
+            if head and following and not following.startswith("File ") and not _EXCEPTION_LINE.match(following):
+                lines[index + 1] = f"{head.group(1)}: {following}"
+                changed = True
+        elif ignored and _IGNORED.match(line):
+            changed |= _blank_ignored(lines, index)
+    return "\n".join(lines) if changed else text
+
+
+def _blank_ignored(lines, index):
+    """Blank `Exception ignored in: ...` and the traceback under it, through its exception line."""
+    end = None
+    for cursor in range(index + 1, min(len(lines), index + 200)):
+        stripped = lines[cursor].strip()
+        if cursor == index + 1 and not stripped.startswith(TRACEBACK) and _EXCEPTION_LINE.match(lines[cursor]):
+            end = cursor
+            break
+        if cursor == index + 1 and not stripped.startswith(TRACEBACK):
+            break
+        if cursor > index + 1 and _EXCEPTION_LINE.match(lines[cursor]) and not lines[cursor].startswith(" "):
+            end = cursor
+            break
+    for cursor in range(index, (end if end is not None else index) + 1):
+        lines[cursor] = ""
+    return True
 
 
 def line_index(text, offset):
@@ -187,9 +321,20 @@ def _exceptions(text):
         kind = match.group(1)
         if kind.endswith("Warning"):
             continue
-        message = (match.group(2) or "").strip()  # empty for a Jupyter `RuntimeError   Traceback` header
-        found.append((Raised(kind, message[:400]), match.start()))
-    return tuple(found)
+        message = (match.group(2) or "").strip()
+        found.append((Raised(kind, message[:400]), match.start(), bool(match.group(3))))
+    return tuple((raised, start) for index, (raised, start, header) in enumerate(found)
+                 if not header or not _closed(text, start, found[index + 1:]))
+
+
+def _closed(text, start, later):
+    """Jupyter's `KeyError      Traceback (most recent call last)` header opens a traceback whose own
+    exception line follows its frames: the header counts as an exception only when that line was not
+    printed (a paste cut before it, or the next traceback of a chain begins first)."""
+    if not later:
+        return False
+    body = text[text.find("\n", start) + 1:later[0][1]]
+    return not later[0][2] and TRACEBACK not in body and not any(marker in body for marker in CHAINED)
 
 
 def last_exception(text):
