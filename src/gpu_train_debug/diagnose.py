@@ -1158,11 +1158,12 @@ class _Diagnosis:
         # Launchers nest (accelerate runs torchrun runs torch.multiprocessing): walk back through every
         # report to the first error that is not one; a report with nothing before it stays the answer.
         while raised is not None and evidence.is_launcher_report(raised) and raised.start > 0:
-            child = logtext.last_exception(self.log[:raised.start])
+            begins = logtext.traceback_start(self.log, raised.start)
+            child = logtext.last_exception(self.log[:begins])
             if child is None:
                 break
             outer = outer or raised
-            self.child_end = raised.start
+            self.child_end = begins
             raised = child
         if (raised is not None and evidence.is_launcher_report(raised) and raised.start > 0
                 and logtext.exit_status(raised.text()) not in self._SIGNAL_READS):

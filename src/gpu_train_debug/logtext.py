@@ -130,21 +130,29 @@ def strip_envelopes(text):
 # for the box is wrapped onto the next box line (`│ .../launch.p │` then `│ y:567 in simple_launcher │`).
 _RICH_FRAME = re.compile(r"^([ \t]*[│┃][ \t]*)([^\s│┃]*[/\\][^\s│┃]*|[^\s│┃]+\.py):(\d+) in (\S+)[ \t]*(?:[│┃][ \t]*)?$")
 _RICH_WRAPPED = re.compile(r"^[ \t]*[│┃][ \t]*([^\s│┃]*[/\\][^\s│┃]*)[ \t]*[│┃][ \t]*$")
+# The box's top names it a traceback; its bottom edge would stand where CPython prints the failing line.
+_RICH_TOP = re.compile(r"^[ \t]*[╭┏]─+ Traceback \(most recent call last\) ─+[╮┓][ \t]*$")
+_RICH_BOTTOM = re.compile(r"^[ \t]*[╰┗]─+[╯┛][ \t]*$")
 _RICH_TAIL = re.compile(r"^([ \t]*[│┃][ \t]*)([^\s│┃]*):(\d+) in (\S+)[ \t]*(?:[│┃][ \t]*)?$")
 
 
 def rich_frames(text):
     """rich's frame headers as CPython frame lines (the box's source lines and arrows stay)."""
-    if " in " not in text:
+    if " in " not in text or "Traceback" not in text:
         return text
     lines = text.split("\n")
     changed = False
     for index, line in enumerate(lines):
         if "│" not in line and "┃" not in line:
+            if "Traceback" in line and _RICH_TOP.match(line):
+                lines[index] = TRACEBACK + ":"
+            elif line.lstrip().startswith("╰") and _RICH_BOTTOM.match(line):
+                lines[index] = ""
             continue
         match = _RICH_FRAME.match(line)
         if match:
             lines[index] = f'{match.group(1)}File "{match.group(2)}", line {match.group(3)}, in {match.group(4)}'
+            _source_below(lines, index, _RICH_ARROW, _RICH_CONTEXT)
             changed = True
             continue
         wrapped = _RICH_WRAPPED.match(line)
@@ -152,8 +160,36 @@ def rich_frames(text):
         if tail:
             lines[index] = ""
             lines[index + 1] = f'{tail.group(1)}File "{wrapped.group(1)}{tail.group(2)}", line {tail.group(3)}, in {tail.group(4)}'
+            _source_below(lines, index + 1, _RICH_ARROW, _RICH_CONTEXT)
             changed = True
     return "\n".join(lines) if changed else text
+
+
+# The source a notebook or rich shows under a frame: numbered context lines and the one it ran on an arrow
+# (`---> 12 x = f()`, `❱ 12 │ x = f()`). As in CPython, the line it ran goes right under the frame; the
+# context lines (code around it that did not run) are emptied.
+_RICH_ARROW = re.compile(r"^[ \t]*[│┃][ \t]*❱[ \t]*\d+[ \t]*[│┃][ \t]?(.*?)[ \t]*(?:[│┃][ \t]*)?$")
+_RICH_CONTEXT = re.compile(r"^[ \t]*[│┃][ \t]*(?:\d+[ \t]*[│┃].*|[ \t]*(?:[│┃][ \t]*)?)$")
+_NOTEBOOK_ARROW = re.compile(r"^[ \t]*-{1,4}>[ \t]*\d+ ?(.*?)[ \t]*$")
+_NOTEBOOK_CONTEXT = re.compile(r"^[ \t]*(?:\d+(?: .*)?|\(\.\.\.\)|\[\.\.\. skipping hidden \d+ frame\])[ \t]*$")
+
+
+def _source_below(lines, index, arrow, context):
+    """Move the arrowed source line of the frame at `index` right under it; empty its context lines."""
+    ran = None
+    end = index + 1
+    while end < len(lines) and end < index + 60:
+        hit = arrow.match(lines[end])
+        if hit:
+            ran = hit.group(1).strip() if ran is None else ran
+        elif not context.match(lines[end]):
+            break
+        end += 1
+    if ran is None:
+        return
+    for cursor in range(index + 1, end):
+        lines[cursor] = ""
+    lines[index + 1] = "    " + ran
 
 
 # IPython 7 and Colab name a frame `/path/x.py in func(args)` (Colab: `[/path/x.py](https://localhost:8080/#)
@@ -161,6 +197,7 @@ def rich_frames(text):
 _OLD_IPYTHON = re.compile(r"^[ \t]*(?:\[([^\]\n]+)\]\([^)\n]*\)|(<ipython-input-[\w-]+>|[^\s\[]*[/\\][^\s]*\.py|\S+\.py)) in ([\w<>.]+)(?:\(.*)?$")
 _ARROW = re.compile(r"^[ \t]*-{1,4}> ?[ \t]*(\d+)\b")
 # IPython 8 / Jupyter names the cell `Cell In[3], line 5`, `Cell In [3], line 5` or `Input In [3], in <cell line: 5>()`.
+_IPYTHON8_FRAME = re.compile(r"^File [^\s\"]+:\d+, in ")
 _CELL = re.compile(r"^[ \t]*(?:Cell|Input) In ?\[(\d*)\], (?:line (\d+)|in <cell line: (\d+)>\(\))(?:, in (\S+))?")
 
 
@@ -171,6 +208,11 @@ def _ipython_frames(lines):
         if cell:
             number = cell.group(2) or cell.group(3)
             lines[index] = f'File "<cell In[{cell.group(1)}]>", line {number}, in {cell.group(4) or "<module>"}'
+            _source_below(lines, index, _NOTEBOOK_ARROW, _NOTEBOOK_CONTEXT)
+            changed = True
+            continue
+        if line.startswith("File ") and _IPYTHON8_FRAME.match(line):
+            _source_below(lines, index, _NOTEBOOK_ARROW, _NOTEBOOK_CONTEXT)
             changed = True
             continue
         if " in " not in line or not (".py" in line or "<ipython-input" in line):
@@ -183,6 +225,7 @@ def _ipython_frames(lines):
             if arrow:
                 path = frame.group(1) or frame.group(2)
                 lines[index] = f'File "{path}", line {arrow.group(1)}, in {frame.group(3)}'
+                _source_below(lines, index, _NOTEBOOK_ARROW, _NOTEBOOK_CONTEXT)
                 changed = True
                 break
             if _OLD_IPYTHON.match(below) or below.startswith("File "):
@@ -362,6 +405,18 @@ def last_exception(text):
 
 def _frame(match):
     return match.group(1) or match.group(2), int(match.group(3)), match.group(4)
+
+
+def traceback_start(text, start):
+    """Where the traceback of the exception line at `start` begins: its `Traceback (most recent call
+    last)` line (Jupyter's `Type   Traceback ...` header included), when one follows the exception line
+    before it; else `start`. What comes before is what the run printed before this exception."""
+    header = text.rfind(TRACEBACK, 0, start)
+    if header < 0:
+        return start
+    line = text.rfind("\n", 0, header) + 1
+    between = [found for _, found in _exceptions(text[:start]) if line < found]
+    return line if not between else start
 
 
 def deepest_frame(text, skip=None):

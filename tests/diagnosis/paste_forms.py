@@ -68,6 +68,9 @@ def _rewrite_blocks(text, render):
     return "\n".join(lines)
 
 
+_LIBRARY = re.compile(r"[/\\](?:site|dist)-packages[/\\]|[/\\]lib[/\\]python[\d.]*[/\\]|^<")
+
+
 def _args(func):
     return "(...)" if func != "<module>" else ""
 
@@ -78,7 +81,8 @@ def jupyter(text):
     def render(frames, kind, message):
         out = ["-" * 75, f"{kind:<42}Traceback (most recent call last)"]
         for position, (path, line, func, source) in enumerate(frames):
-            head = f"Cell In[7], line {line}" if position == 0 else f"File {path}:{line}, in {func}{_args(func)}"
+            cell = position == 0 and not _LIBRARY.search(path)   # the cell the user ran: their own code
+            head = f"Cell In[7], line {line}" if cell else f"File {path}:{line}, in {func}{_args(func)}"
             out += [head, f"{line - 1:>6} ", f"---> {line} {source}".rstrip(), ""]
         out.append(f"{kind}: {message}".rstrip(": ") if message else kind)
         return "\n".join(out)
@@ -90,14 +94,12 @@ def old_ipython(text):
     def render(frames, kind, message):
         out = ["-" * 75, f"{kind:<42}Traceback (most recent call last)"]
         for position, (path, line, func, source) in enumerate(frames):
-            head = "<ipython-input-7-3fd68efc0078> in <module>" if position == 0 else f"{path} in {func}(self, *args)"
+            cell = position == 0 and not _LIBRARY.search(path)
+            head = "<ipython-input-7-3fd68efc0078> in <module>" if cell else f"{path} in {func}(self, *args)"
             out += [head, f"{line - 1:>6} ", f"--> {line:>4} {source}".rstrip(), ""]
         out.append(f"{kind}: {message}".rstrip(": ") if message else kind)
         return "\n".join(out)
     return _rewrite_blocks(text, render)
-
-
-_LIBRARY = re.compile(r"[/\\](?:site|dist)-packages[/\\]|[/\\]lib[/\\]python[\d.]*[/\\]|^<")
 
 
 def vscode(text):

@@ -94,7 +94,9 @@ _UNKNOWN_MODEL = re.compile(r"\bRuntimeError: Unknown model \([\w.-]+\)")
 # `Unknown split "validation". Should be one of [...]` and tensorflow-datasets' `Unknown split 'val'`,
 # a trainer's `does not contain a column named`).
 NO_COLUMN = re.compile(r"does not contain (?:a|any) columns? named|\bColumn '?[^\n']{1,80}'? not in the dataset"
-                       r"|Unknown split [\"'][^\"'\n]{1,40}[\"']\.? Should be one of", _I)
+                       r"|Unknown split [\"'][^\"'\n]{1,40}[\"']\.? Should be one of"
+                       # (r6) datasets' rename_column(s) of columns the dataset lacks: `Original column names {'1', '0'} not in the dataset`.
+                       r"|\bOriginal column names? [^\n]{1,200}? not in the dataset", _I)
 # A function that reads records from a JSON/JSON Lines/CSV file (`from_jsonl`, `load_json`, `read_csv_file`):
 # a KeyError raised there is a record without the field the reader expects.
 _RECORD_READER = re.compile(r"^_?(?:from|load|read|parse)_?(?:jsonl?|json_?lines|csv|tsv)(?:_file|_data)?$", _I)
