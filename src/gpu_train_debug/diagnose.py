@@ -1032,6 +1032,9 @@ class _Diagnosis:
             self.decided_by.append({"line": nan[1], "why": "losses logged as NaN/inf"})
             return self._nan(nan[0])
         raised = self._failing_exception()
+        if raised is None:
+            # Quoted inside the user's sentence: its message is what the run said.
+            raised = fallbacks.pasted_exception(self.log)
         read = semantics.read(self.log, raised, self._link(raised) if raised is not None else None)
         if read is None:
             return None

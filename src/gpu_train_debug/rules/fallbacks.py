@@ -400,6 +400,7 @@ def nan_loss_tensor(log):
 
 # -- an exception pasted inside a sentence ---------------------------------------------------
 
+_QUOTE_CLOSES = {"`": "`", '"': '"', "“": "”", "「": "」"}
 _IN_PROSE = re.compile(r"(?<![A-Za-z0-9_.])((?:[a-z_][\w]*\.)*(?:[A-Z]\w*(?:Error|Exception)|Arrow[A-Z]\w+)) ?: ?([^\n]{1,300})")
 
 
@@ -435,6 +436,11 @@ def pasted_exception(log):
         pass
     if found is None or found.group(1).endswith("Warning"):
         return None
-    raised = logtext.Raised(found.group(1), found.group(2).strip())
+    message = found.group(2)
+    opened = tail[found.start() - 1:found.start()] if found.start() else ""
+    if opened in _QUOTE_CLOSES and _QUOTE_CLOSES[opened] in message:
+        # (r6) quoted in the user's sentence (`...`, "...", '...'): the message ends where the quote does.
+        message = message[:message.index(_QUOTE_CLOSES[opened])]
+    raised = logtext.Raised(found.group(1), message.strip())
     raised.start = len(log) - len(tail) + found.start()
     return raised
