@@ -201,9 +201,26 @@ _IPYTHON8_FRAME = re.compile(r"^File [^\s\"]+:\d+, in ")
 _CELL = re.compile(r"^[ \t]*(?:Cell|Input) In ?\[(\d*)\], (?:line (\d+)|in <cell line: (\d+)>\(\))(?:, in (\S+))?")
 
 
-def _ipython_frames(lines):
+# Lines that can name a notebook frame, found in the whole text at once (a long log has few).
+_NOTEBOOK_HEAD = re.compile(r"^[ \t]*(?:Cell In|Input In|File [^\s\"]+:\d+, in |\[[^\]\n]+\]\(|<ipython-input|[^\n]*\.py in )", _M)
+_ARROW_ANY = re.compile(r"^[ \t]*-{1,4}> ?[ \t]*\d", _M)
+
+
+def _line_indexes(text, regex):
+    """The indexes of the lines on which `regex` matches (its matches start lines)."""
+    indexes, counted, offset = [], 0, 0
+    for match in regex.finditer(text):
+        counted += text.count("\n", offset, match.start())
+        offset = match.start()
+        if not indexes or indexes[-1] != counted:
+            indexes.append(counted)
+    return indexes
+
+
+def _ipython_frames(lines, indexes):
     changed = False
-    for index, line in enumerate(lines):
+    for index in indexes:
+        line = lines[index]
         cell = _CELL.match(line)
         if cell:
             number = cell.group(2) or cell.group(3)
@@ -246,13 +263,14 @@ _EXCEPTION_LINE = re.compile(r"^[ \t]*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Except
 
 # Hints that list what might have happened, not what did: Ray's worker-death message ends with its
 # `potential root causes. (1) The process is killed by SIGKILL by OOM killer ... (2) ray stop --force ...`.
+_PASTE_MARKS = re.compile(r"^[ \t]*(?:Exception has occurred: |Exception ignored in\b)", _M)
 _HINTS = re.compile(r"(?<=There are some potential root causes\.)[^\n]*")
 
 
 def paste_forms(text):
     """The traceback forms of notebooks, debuggers and rich read as CPython's; ignored exceptions and
     listed possibilities taken out (the line count stays)."""
-    notebook = "Cell In" in text or "Input In" in text or "-> " in text
+    notebook = "Cell In" in text or "Input In" in text or ("> " in text and _ARROW_ANY.search(text))
     vscode = VSCODE in text
     ignored = "Exception ignored in" in text
     if "potential root causes" in text:
@@ -260,8 +278,9 @@ def paste_forms(text):
     if not (notebook or vscode or ignored):
         return text
     lines = text.split("\n")
-    changed = _ipython_frames(lines) if notebook else False
-    for index, line in enumerate(lines):
+    changed = _ipython_frames(lines, _line_indexes(text, _NOTEBOOK_HEAD)) if notebook else False
+    for index in _line_indexes(text, _PASTE_MARKS):
+        line = lines[index]
         if vscode and line.lstrip().startswith(VSCODE):
             head = _VSCODE_HEAD.match(line)
             following = lines[index + 1].strip() if index + 1 < len(lines) else ""
