@@ -1039,6 +1039,9 @@ class _Diagnosis:
             self.decided_by.append({"line": nan[1], "why": "losses logged as NaN/inf"})
             return self._nan(nan[0])
         raised = self._failing_exception()
+        if raised is None:
+            # Quoted inside the user's sentence: its message is what the run said.
+            raised = fallbacks.pasted_exception(self.log)
         read = semantics.read(self.log, raised, self._link(raised) if raised is not None else None)
         if read is None:
             return None
@@ -1165,11 +1168,12 @@ class _Diagnosis:
         # Launchers nest (accelerate runs torchrun runs torch.multiprocessing): walk back through every
         # report to the first error that is not one; a report with nothing before it stays the answer.
         while raised is not None and evidence.is_launcher_report(raised) and raised.start > 0:
-            child = logtext.last_exception(self.log[:raised.start])
+            begins = logtext.traceback_start(self.log, raised.start)
+            child = logtext.last_exception(self.log[:begins])
             if child is None:
                 break
             outer = outer or raised
-            self.child_end = raised.start
+            self.child_end = begins
             raised = child
         if (raised is not None and evidence.is_launcher_report(raised) and raised.start > 0
                 and logtext.exit_status(raised.text()) not in self._SIGNAL_READS):
@@ -1438,6 +1442,10 @@ class _Diagnosis:
             return True
         link = self._link(raised)
         if link is None or not link.frames:
+            return False
+        if raised.name in ("KeyError", "IndexError") and link.frames[-1].cell:
+            # A lookup that failed in a notebook cell: the cell reads the data it loaded as often as it
+            # has a bug (an annotation file without the field, an id the split does not list).
             return False
         lib = link.raised_in
         if lib is not None:

@@ -51,6 +51,12 @@ class Frame:
     def library(self):
         return library(self.file)
 
+    @property
+    def cell(self):
+        """A notebook cell (`<ipython-input-3-ab12>`, Jupyter's `Cell In[3]`): code typed where the data
+        was loaded and looked at, not a file of the project."""
+        return self.file.startswith(("<ipython-input", "<cell In"))
+
 
 @dataclass
 class Link:
@@ -196,10 +202,21 @@ def _chain(text):
     links = []
     previous_end = max(0, found[index][1] - 20000) if index == 0 else found[index - 1][1]
     for raised, start in found[index:]:
-        frames = [Frame(*_frame(m)) for m in logtext.FRAME.finditer(text, previous_end, start)]
+        frames = [] if _debugger_view(text, start) else [
+            Frame(*_frame(m)) for m in logtext.FRAME.finditer(text, previous_end, start)]
         links.append(Link(raised.type, raised.message, start, frames))
         previous_end = start
     return links
+
+
+def _debugger_view(text, start):
+    """True when the exception at `start` is shown by VS Code's exception widget (`Exception has
+    occurred: X`) rather than under a traceback header: the widget lists only the user's own frames
+    (justMyCode), so the deepest frame it shows is a call site, not where the exception was raised."""
+    if logtext.VSCODE not in text:
+        return False
+    shown = text.rfind(logtext.VSCODE, max(0, start - 20000), start)
+    return shown >= 0 and text.rfind(logtext.TRACEBACK, shown, start) < 0
 
 
 _WRAP_GAP = re.compile(r"[ \t]{3,}")

@@ -22,7 +22,9 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]")
 QUOTE = re.compile(r"^[ \t]*(?:(?:>|│|┃|\|)[ \t]?)+", _M)
 BOLD = re.compile(r"\*\*(?=\S)|(?<=\S)\*\*")
 # Markdown emphasis or code marks opening a line: `_**RuntimeError: ...**_`, `` `ValueError: ...` ``.
-LEADING_MARKS = re.compile(r"^([ \t]*)[_*`]+(?=[A-Za-z\[])", _M)
+LEADING_MARKS = re.compile(r"^([ \t]*)[_*`]+(?=[A-Za-z\[\d])", _M)
+# An inline-code mark that closes a line, its opening one on an earlier line: `` ...Killed sh start.sh` ``.
+TRAILING_MARK = re.compile(r"^([^`\n]*\S)`+[ \t]*$", _M)
 BOX_END = re.compile(r"[ \t]*[│┃][ \t]*$", _M)
 # `RuntimeError:` alone on a line, its message on the next: join them.
 WRAPPED = re.compile(r"^([ \t]*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)):[ \t]*\n[ \t]*(?=\S)", _M)
@@ -41,15 +43,20 @@ def normalise_lines(text):
         text = ANSI.sub("", text)
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if "│" in text or "┃" in text:
+        text = rich_frames(text)
     if ">" in text or "│" in text or "┃" in text or "|" in text:
         text = QUOTE.sub("", text)
         if "│" in text or "┃" in text:
             text = BOX_END.sub("", text)
     text, ranks = strip_envelopes(text)
+    text = paste_forms(text)
     if "**" in text:
         text = BOLD.sub("", text)
     if "`" in text or "_" in text or "*" in text:
         text = LEADING_MARKS.sub(r"\1", text)
+        if "`" in text:
+            text = TRAILING_MARK.sub(r"\1", text)
     if "Error:\n" in text or "Exception:\n" in text or "Error: \n" in text:
         text, ranks = _join_wrapped(text, ranks)
     return text, ranks
@@ -114,6 +121,195 @@ def strip_envelopes(text):
     return "\n".join(lines), ranks
 
 
+# -- the forms a traceback is pasted in ------------------------------------------------------
+# Each rewrite below keeps the number of lines (the rank map is keyed by line index): a form's frame
+# becomes CPython's `File "path", line N, in func` on the line that named the frame, and what the rewrite
+# takes away is left as an empty line.
+
+# rich's boxed traceback (accelerate, typer, kohya's scripts): `│ /path/x.py:12 in func │`; a path too long
+# for the box is wrapped onto the next box line (`│ .../launch.p │` then `│ y:567 in simple_launcher │`).
+_RICH_FRAME = re.compile(r"^([ \t]*[│┃][ \t]*)([^\s│┃]*[/\\][^│┃\n]*?|[^\s│┃]+\.py):(\d+) in (\S+)[ \t]*(?:[│┃][ \t]*)?$")
+_RICH_WRAPPED = re.compile(r"^[ \t]*[│┃][ \t]*([^\s│┃]*[/\\][^\s│┃]*)[ \t]*[│┃][ \t]*$")
+# The box's top names it a traceback; its bottom edge would stand where CPython prints the failing line.
+_RICH_TOP = re.compile(r"^[ \t]*[╭┏]─+ Traceback \(most recent call last\) ─+[╮┓][ \t]*$")
+_RICH_BOTTOM = re.compile(r"^[ \t]*[╰┗]─+[╯┛][ \t]*$")
+_RICH_TAIL = re.compile(r"^([ \t]*[│┃][ \t]*)([^\s│┃]*):(\d+) in (\S+)[ \t]*(?:[│┃][ \t]*)?$")
+
+
+def rich_frames(text):
+    """rich's frame headers as CPython frame lines (the box's source lines and arrows stay)."""
+    if " in " not in text or "Traceback" not in text:
+        return text
+    lines = text.split("\n")
+    changed = False
+    for index, line in enumerate(lines):
+        if "│" not in line and "┃" not in line:
+            if "Traceback" in line and _RICH_TOP.match(line):
+                lines[index] = TRACEBACK + ":"
+            elif line.lstrip().startswith("╰") and _RICH_BOTTOM.match(line):
+                lines[index] = ""
+            continue
+        match = _RICH_FRAME.match(line)
+        if match:
+            lines[index] = f'{match.group(1)}File "{match.group(2)}", line {match.group(3)}, in {match.group(4)}'
+            _source_below(lines, index, _RICH_ARROW, _RICH_CONTEXT)
+            changed = True
+            continue
+        wrapped = _RICH_WRAPPED.match(line)
+        tail = _RICH_TAIL.match(lines[index + 1]) if wrapped and index + 1 < len(lines) else None
+        if tail:
+            lines[index] = ""
+            lines[index + 1] = f'{tail.group(1)}File "{wrapped.group(1)}{tail.group(2)}", line {tail.group(3)}, in {tail.group(4)}'
+            _source_below(lines, index + 1, _RICH_ARROW, _RICH_CONTEXT)
+            changed = True
+    return "\n".join(lines) if changed else text
+
+
+# The source a notebook or rich shows under a frame: numbered context lines and the one it ran on an arrow
+# (`---> 12 x = f()`, `❱ 12 │ x = f()`). As in CPython, the line it ran goes right under the frame; the
+# context lines (code around it that did not run) are emptied.
+_RICH_ARROW = re.compile(r"^[ \t]*[│┃][ \t]*❱[ \t]*\d+[ \t]*[│┃][ \t]?(.*?)[ \t]*(?:[│┃][ \t]*)?$")
+_RICH_CONTEXT = re.compile(r"^[ \t]*[│┃][ \t]*(?:\d+[ \t]*[│┃].*|[ \t]*(?:[│┃][ \t]*)?)$")
+_NOTEBOOK_ARROW = re.compile(r"^[ \t]*-{1,4}>[ \t]*\d+ ?(.*?)[ \t]*$")
+_NOTEBOOK_CONTEXT = re.compile(r"^[ \t]*(?:\d+(?: .*)?|\(\.\.\.\)|\[\.\.\. skipping hidden \d+ frame\])[ \t]*$")
+
+
+def _source_below(lines, index, arrow, context):
+    """Move the arrowed source line of the frame at `index` right under it; empty its context lines."""
+    ran = None
+    end = index + 1
+    while end < len(lines) and end < index + 60:
+        hit = arrow.match(lines[end])
+        if hit:
+            ran = hit.group(1).strip() if ran is None else ran
+        elif not context.match(lines[end]):
+            break
+        end += 1
+    if ran is None:
+        return
+    for cursor in range(index + 1, end):
+        lines[cursor] = ""
+    lines[index + 1] = "    " + ran
+
+
+# IPython 7 and Colab name a frame `/path/x.py in func(args)` (Colab: `[/path/x.py](https://localhost:8080/#)
+# in func()`, the cell `<ipython-input-3-ab12> in <module>`) and give its line on an arrow below: `--> 429 ...`.
+_OLD_IPYTHON = re.compile(r"^[ \t]*(?:\[([^\]\n]+)\]\([^)\n]*\)|(<ipython-input-[\w-]+>|[^\s\[]*[/\\][^\n]*?\.py|\S+\.py)) in ([\w<>.]+)(?:\(.*)?$")
+_ARROW = re.compile(r"^[ \t]*-{1,4}> ?[ \t]*(\d+)\b")
+# IPython 8 / Jupyter names the cell `Cell In[3], line 5`, `Cell In [3], line 5` or `Input In [3], in <cell line: 5>()`.
+_IPYTHON8_FRAME = re.compile(r"^File (?!\")[^\n\"]+?:\d+, in ")   # a path may hold spaces (`My Drive`)
+_CELL = re.compile(r"^[ \t]*(?:Cell|Input) In ?\[(\d*)\], (?:line (\d+)|in <cell line: (\d+)>\(\))(?:, in (\S+))?")
+
+
+# Lines that can name a notebook frame, found in the whole text at once (a long log has few).
+_NOTEBOOK_HEAD = re.compile(r"^[ \t]*(?:Cell In|Input In|File (?!\")[^\n\"]+?:\d+, in |\[[^\]\n]+\]\(|<ipython-input|[^\n]*\.py in )", _M)
+_ARROW_ANY = re.compile(r"^[ \t]*-{1,4}> ?[ \t]*\d", _M)
+
+
+def _line_indexes(text, regex):
+    """The indexes of the lines on which `regex` matches (its matches start lines)."""
+    indexes, counted, offset = [], 0, 0
+    for match in regex.finditer(text):
+        counted += text.count("\n", offset, match.start())
+        offset = match.start()
+        if not indexes or indexes[-1] != counted:
+            indexes.append(counted)
+    return indexes
+
+
+def _ipython_frames(lines, indexes):
+    changed = False
+    for index in indexes:
+        line = lines[index]
+        cell = _CELL.match(line)
+        if cell:
+            number = cell.group(2) or cell.group(3)
+            lines[index] = f'File "<cell In[{cell.group(1)}]>", line {number}, in {cell.group(4) or "<module>"}'
+            _source_below(lines, index, _NOTEBOOK_ARROW, _NOTEBOOK_CONTEXT)
+            changed = True
+            continue
+        if line.startswith("File ") and _IPYTHON8_FRAME.match(line):
+            _source_below(lines, index, _NOTEBOOK_ARROW, _NOTEBOOK_CONTEXT)
+            changed = True
+            continue
+        if " in " not in line or not (".py" in line or "<ipython-input" in line):
+            continue
+        frame = _OLD_IPYTHON.match(line)
+        if not frame:
+            continue
+        for below in lines[index + 1:index + 40]:
+            arrow = _ARROW.match(below)
+            if arrow:
+                path = frame.group(1) or frame.group(2)
+                lines[index] = f'File "{path}", line {arrow.group(1)}, in {frame.group(3)}'
+                _source_below(lines, index, _NOTEBOOK_ARROW, _NOTEBOOK_CONTEXT)
+                changed = True
+                break
+            if _OLD_IPYTHON.match(below) or below.startswith("File "):
+                break
+    return changed
+
+
+# VS Code's exception widget: `Exception has occurred: ValueError`, the message on the next line (the
+# frames it lists are the user's own code only). The message line becomes the exception line; the
+# widget's header stays, and tells evidence.py that the frames below it are not the whole traceback.
+VSCODE = "Exception has occurred: "
+_VSCODE_HEAD = re.compile(r"^[ \t]*Exception has occurred: ((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)[ \t]*$")
+
+# Python's report of an exception it ignored (in a destructor, at interpreter shutdown): it did not end the
+# run, and the traceback that follows it is taken out of what the rules read.
+_IGNORED = re.compile(r"^[ \t]*Exception ignored in\b")
+_EXCEPTION_LINE = re.compile(r"^[ \t]*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b(?::|[ \t]*$)")
+
+# Hints that list what might have happened, not what did: Ray's worker-death message ends with its
+# `potential root causes. (1) The process is killed by SIGKILL by OOM killer ... (2) ray stop --force ...`.
+_PASTE_MARKS = re.compile(r"^[ \t]*(?:Exception has occurred: |Exception ignored in\b)", _M)
+_HINTS = re.compile(r"(?<=There are some potential root causes\.)[^\n]*")
+
+
+def paste_forms(text):
+    """The traceback forms of notebooks, debuggers and rich read as CPython's; ignored exceptions and
+    listed possibilities taken out (the line count stays)."""
+    notebook = "Cell In" in text or "Input In" in text or ("> " in text and _ARROW_ANY.search(text))
+    vscode = VSCODE in text
+    ignored = "Exception ignored in" in text
+    if "potential root causes" in text:
+        text = _HINTS.sub("", text)
+    if not (notebook or vscode or ignored):
+        return text
+    lines = text.split("\n")
+    changed = _ipython_frames(lines, _line_indexes(text, _NOTEBOOK_HEAD)) if notebook else False
+    for index in _line_indexes(text, _PASTE_MARKS):
+        line = lines[index]
+        if vscode and line.lstrip().startswith(VSCODE):
+            head = _VSCODE_HEAD.match(line)
+            following = lines[index + 1].strip() if index + 1 < len(lines) else ""
+            if head and following and not following.startswith("File ") and not _EXCEPTION_LINE.match(following):
+                lines[index + 1] = f"{head.group(1)}: {following}"
+                changed = True
+        elif ignored and _IGNORED.match(line):
+            changed |= _blank_ignored(lines, index)
+    return "\n".join(lines) if changed else text
+
+
+def _blank_ignored(lines, index):
+    """Blank `Exception ignored in: ...` and the traceback under it, through its exception line."""
+    end = None
+    for cursor in range(index + 1, min(len(lines), index + 200)):
+        stripped = lines[cursor].strip()
+        if cursor == index + 1 and not stripped.startswith(TRACEBACK) and _EXCEPTION_LINE.match(lines[cursor]):
+            end = cursor
+            break
+        if cursor == index + 1 and not stripped.startswith(TRACEBACK):
+            break
+        if cursor > index + 1 and _EXCEPTION_LINE.match(lines[cursor]) and not lines[cursor].startswith(" "):
+            end = cursor
+            break
+    for cursor in range(index, (end if end is not None else index) + 1):
+        lines[cursor] = ""
+    return True
+
+
 def line_index(text, offset):
     """The index of the line that holds `offset` (what strip_envelopes' rank map is keyed by)."""
     return text.count("\n", 0, offset)
@@ -127,7 +323,9 @@ EXCEPTION = re.compile(
     r"(?::[^\S\n]*(.*)|[^\S\n]{2,}(Traceback \(most recent call last\)))?$", _M)
 # `File "x.py", line 3, in f` (CPython) and `File ~/x.py:3, in f(...)` (IPython/Jupyter).
 # A `[rank0]:` / `[default3]:` prefix (torchrun's per-rank output) does not hide a frame.
-FRAME = re.compile(r'^[^\S\n]*(?:\[(?:rank|default)\d+\]:[^\S\n]*)?File (?:"([^"\n]+)", line |(\S+?):)(\d+)(?:, in ([^\s(]+))?', _M)
+# IPython 8 writes `File /content/My Drive/x.py:17, in f(...)`: an unquoted path may hold spaces there.
+FRAME = re.compile(r'^[^\S\n]*(?:\[(?:rank|default)\d+\]:[^\S\n]*)?File (?:"([^"\n]+)", line '
+                   r'|(\S+?|[^"\n]+?(?=:\d+, in )):)(\d+)(?:, in ([^\s(]+))?', _M)
 CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
 TRACEBACK = "Traceback (most recent call last)"
 
@@ -187,9 +385,20 @@ def _exceptions(text):
         kind = match.group(1)
         if kind.endswith("Warning"):
             continue
-        message = (match.group(2) or "").strip()  # empty for a Jupyter `RuntimeError   Traceback` header
-        found.append((Raised(kind, message[:400]), match.start()))
-    return tuple(found)
+        message = (match.group(2) or "").strip()
+        found.append((Raised(kind, message[:400]), match.start(), bool(match.group(3))))
+    return tuple((raised, start) for index, (raised, start, header) in enumerate(found)
+                 if not header or not _closed(text, start, found[index + 1:]))
+
+
+def _closed(text, start, later):
+    """Jupyter's `KeyError      Traceback (most recent call last)` header opens a traceback whose own
+    exception line follows its frames: the header counts as an exception only when that line was not
+    printed (a paste cut before it, or the next traceback of a chain begins first)."""
+    if not later:
+        return False
+    body = text[text.find("\n", start) + 1:later[0][1]]
+    return not later[0][2] and TRACEBACK not in body and not any(marker in body for marker in CHAINED)
 
 
 def last_exception(text):
@@ -219,6 +428,18 @@ def _frame(match):
     return match.group(1) or match.group(2), int(match.group(3)), match.group(4)
 
 
+def traceback_start(text, start):
+    """Where the traceback of the exception line at `start` begins: its `Traceback (most recent call
+    last)` line (Jupyter's `Type   Traceback ...` header included), when one follows the exception line
+    before it; else `start`. What comes before is what the run printed before this exception."""
+    header = text.rfind(TRACEBACK, 0, start)
+    if header < 0:
+        return start
+    line = text.rfind("\n", 0, header) + 1
+    between = [found for _, found in _exceptions(text[:start]) if line < found]
+    return line if not between else start
+
+
 def deepest_frame(text, skip=None):
     """(file, line, function) of the last traceback frame printed (whose file `skip` does not
     match, e.g. a launcher's own frames), or None."""
@@ -231,7 +452,8 @@ def deepest_frame(text, skip=None):
 
 # Frames in installed code (torch, the standard library) are not where an edit broke something.
 # (r4) Windows keeps the standard library in <install>/Lib (Python310/lib/json, anaconda3/lib/runpy.py, typed with backslashes).
-_LIBRARY = re.compile(r"[/\\](?:site-packages|dist-packages|lib[/\\]python[\d.]*)[/\\]|^<"
+# A notebook cell (`<cell In[3]>`, `<ipython-input-3-..>`) is the user's own code; `<string>`, `<frozen ..>` are not.
+_LIBRARY = re.compile(r"[/\\](?:site-packages|dist-packages|lib[/\\]python[\d.]*)[/\\]|^<(?!cell In\[|ipython-input-)"
                       r"|[/\\](?:[Pp]ython\d+|(?i:ana|mini)conda\d*|(?i:mini|mamba)forge\d*)"
                       r"(?:[/\\]envs[/\\][^/\\\n]+)?[/\\](?i:lib)[/\\]")
 

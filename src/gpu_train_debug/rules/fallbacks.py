@@ -128,7 +128,8 @@ def dataset_build(names, message, link=None, around=""):
 
 
 _CONFIG_READ = re.compile(r"conf|cfg|setting|hparam|hyper|\bparams?\b|option", re.I)
-_DATA_READ = re.compile(r"data|jsonl|annot|sample|label|corpus|example|\btrain\b|\bval\b|\btest\b", re.I)
+# (`train.py`, `test.py` name a script, not the file it reads)
+_DATA_READ = re.compile(r"data|jsonl|annot|sample|label|corpus|example|\b(?:train|val|test)\b(?!\.py)", re.I)
 
 
 def json_decode(raised, statement):
@@ -436,6 +437,7 @@ def nan_loss_tensor(log):
 
 # -- an exception pasted inside a sentence ---------------------------------------------------
 
+_QUOTE_CLOSES = {"`": "`", '"': '"', "“": "”", "「": "」"}
 _IN_PROSE = re.compile(r"(?<![A-Za-z0-9_.])((?:[a-z_][\w]*\.)*(?:[A-Z]\w*(?:Error|Exception)|Arrow[A-Z]\w+)) ?: ?([^\n]{1,300})")
 
 
@@ -471,6 +473,14 @@ def pasted_exception(log):
         pass
     if found is None or found.group(1).endswith("Warning"):
         return None
-    raised = logtext.Raised(found.group(1), found.group(2).strip())
+    message = found.group(2)
+    opened = tail[found.start() - 1:found.start()] if found.start() else ""
+    if opened in _QUOTE_CLOSES and _QUOTE_CLOSES[opened] in message:
+        # (r6) quoted in the user's sentence (`...`, "...", '...'): the message ends where the quote does, at
+        # the first quote mark that ends a word (a message may quote a name itself: `... for `validation_steps`.`).
+        close = re.escape(_QUOTE_CLOSES[opened])
+        end = re.search(close + r"(?=[.,;:!?)]*(?:\s|$))", message) or re.search(close, message)
+        message = message[:end.start()]
+    raised = logtext.Raised(found.group(1), message.strip())
     raised.start = len(log) - len(tail) + found.start()
     return raised

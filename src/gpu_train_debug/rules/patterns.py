@@ -138,6 +138,8 @@ SIGNATURES = [
       'insufficient_driver', 'unsupported toolchain', 'unsupported_ptx')),
     ("NO_CUDA_DEVICE", "NO_ACCELERATOR", re.compile(
         r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No (?:CUDA|HIP) GPUs are available"
+        # (r6) a torch built without CUDA has no CUDA bindings in torch._C (`_cuda_setDevice`, `_cuda_getDeviceCount`).
+        r"|module 'torch\._C' has no attribute '_cuda_\w+"
         r"|no CUDA-capable device is detected|invalid device ordinal|CUDA unavailable, invalid device"
         r"|The NVIDIA Driver was not detected|CUDA unknown error - this may be due to an incorrectly set up environment"
         # Lightning when torch sees no GPU; CUDA's error 999 (unknown) when the driver cannot start it.
@@ -164,7 +166,7 @@ SIGNATURES = [
         r"|(?<!device but torch\.)cuda\.is_available(?:\(\))?\W{0,3}(?:returns?|returned|is|gives|=+|:)?\s*False"
         # A project's own check that stops the run when torch sees no GPU (`CUDA is not available, exiting!`).
         r"|\b(?:CUDA|GPU) (?:is )?(?:not available|unavailable)\W{0,3}(?:exiting|aborting|quitting|stopping)\b"),
-     ('busy or unavailable', 'devicesunavailable', 'driver/library version mismatch', 'driver initialization failed',
+     ("has no attribute '_cuda_", 'busy or unavailable', 'devicesunavailable', 'driver/library version mismatch', 'driver initialization failed',
       'no gpus found', 'cudagetdevicecount', 'systemnotready', 'mps backend is not available', 'mps not available',
       'mps backend is supported', 'is_available', 'not available', 'unavailable',
       "couldn't communicate with the nvidia driver", 'cuda_error_no_device', 'hiperrornodevice', 'no rocm-capable', 'cudaerrornodevice', 'failed call to cuinit',
@@ -219,7 +221,7 @@ SIGNATURES = [
       'distributionnotfound')),
     # The installed torch predates an API the code calls (torch.compile is 2.0, torch.compiler 2.1).
     ("TORCH_TOO_OLD", "MISSING_DEPENDENCY", re.compile(
-        r"module 'torch(?:\.[\w.]+)?' has no attribute '(\w+)'?|requires PyTorch (?:version )?([\d.]+) or (?:higher|newer|later)"
+        r"module 'torch(?:\.[\w.]+)?' has no attribute '(?!_cuda_)(\w+)'?|requires PyTorch (?:version )?([\d.]+) or (?:higher|newer|later)"
         r"|torch\.compile requires PyTorch [\d.]+", _I),
      ("module 'torch", 'requires pytorch')),
     # Another package's module lacks an attribute: a local file or folder shadows it, or the
@@ -454,7 +456,9 @@ SIGNATURES = [
         r"|\bout of (?:RAM|system memory|host memory|CPU memory)\b"
         r"|\bprocess (?:was|is|got|gets|will be|has been|being) killed\b"
         r"|\[WinError 1455\]|paging file is too small|\boom[_ ]kill event|\bOOM Killed\b"
-        r"|killed by the cgroup out-of-memory handler", _I | _M),
+        r"|killed by the cgroup out-of-memory handler"
+        # (r6) a shell's report of a child it ran that SIGKILL ended: bash's `line 27:   318 Killed   sh start.sh`, zsh's `zsh: killed  python train.py`.
+        r"|: line \d+:\s+\d+ Killed\b|^zsh: killed\b", _I | _M),
      ('memory pressure', 'running low on memory', 'return code = -9', 'exitcode', 'signal 9', '137', 'killed', 'out of memory: kill', 'oom-kill',
       'cannot allocate memory', 'defaultcpuallocator', 'for an array', 'bad_alloc', 'memoryerror', 'out of ram',
       'winerror 1455', 'paging file', 'oom_kill', 'oom kill', 'cgroup out-of-memory')),
@@ -507,7 +511,9 @@ SIGNATURES = [
         r"(?<![^\W_])loss\b['\"`]*\s*(?:is\s+|[:=]\s*|\d+\s+)?['\"]*[-+]?(?:nan|inf)\b|Loss is (?:NaN|inf)|non-finite loss|(?-i:^FAIL\s*$)"
         r"|the run diverged|val_bpb is (?:nan|inf)|nonfinite (?:grad|param)|returned nan values"
         r"|\bgrad[_ ]norm['\"]?\s*[:=]?\s*(?:nan|inf)\b"
-        r"|\bloss\b(?:[^\n.;]|\.(?=\d)){0,40}\b(?:and|but|then|becomes?|became|turns?(?: into)?|goes to|went to)\s+(?:-?nan|-?inf)\b", _I | _M),
+        r"|\bloss\b(?:[^\n.;]|\.(?=\d)){0,40}\b(?:and|but|then|becomes?|became|turns?(?: into)?|goes to|went to)\s+(?:-?nan|-?inf)\b"
+        # (r6) the same told in Chinese: `loss变为nan`, `loss变成了nan`, `loss出现nan` (no word boundary between the scripts).
+        r"|(?<![A-Za-z])loss\s*(?:值)?\s*(?:变为|变成|变得|出现|都是|为)了?\s*(?:-?nan|-?inf)(?![A-Za-z])", _I | _M),
      ('nan', 'inf', 'fail', 'non-finite', 'nonfinite', 'diverged')),
     # A native crash: no Python exception, the process died on SIGSEGV.
     ("SEGFAULT", "UNKNOWN", re.compile(

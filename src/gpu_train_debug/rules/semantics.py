@@ -24,7 +24,11 @@ USAGE = re.compile(
     r"|argument [^\n]{1,80}?:[^\S\n]*(?:invalid (?:choice|[\w ]{1,20}value)|expected (?:one|at least|\d)|ignored explicit"
     r"|not allowed with|conflicting)|ambiguous option:|one of the arguments [^\n]{1,80} is required)"
     # transformers' HfArgumentParser, refusing the same way
-    r"|Some specified arguments are not used by the HfArgumentParser", _M)
+    r"|Some specified arguments are not used by the HfArgumentParser"
+    # (r6) optparse's `error: no such option: -f`, and Python Fire's refusals (alpaca-lora's and llama-recipes'
+    # finetune.py take their command line through Fire): `ERROR: Could not consume arg: --x`, `ERROR: Cannot find key: -f`.
+    r"|^[^\S\n]*(?:[^\n:]{1,80}:[^\S\n]*)?error:[^\S\n]*no such option:"
+    r"|^[^\S\n]*ERROR: (?:Could not consume arg|Cannot find key|The function received no value for the required argument):", _M)
 # The same refusal quoted inside a sentence (`I get error message: 'main.py: error: argument --lr-params: invalid
 # float value: ...'`): a script's name in front of argparse's own wording, after a quote or a parenthesis.
 USAGE_QUOTED = re.compile(
@@ -68,7 +72,8 @@ _CONFIG_VERDICT = re.compile(
     r"\b(?:mismatch(?:es)?|must (?:be|match|have|set|specify|provide)|requires? (?:the|you|a|an|that|at least)|will be ignored"
     r"|(?:is|are) not (?:supported|compatible|allowed|a valid)|cannot be (?:used|combined|set)|incompatible"
     r"|please (?:correct|specify|set|check)|should be (?:set|one of|an? )|expected one of|only (?:supports?|one of)"
-    r"|does not (?:require|support|accept|take)|you didn't pass|not found in the (?:base )?model|set (?:it to |to )?None)\b", _I)
+    r"|does not (?:require|support|accept|take)|you didn't pass|not found in the (?:base )?model|set (?:it to |to )?None"
+    r"|has to be (?:specified|set|given|provided))\b", _I)   # (r6) transformers' `max_steps has to be specified`
 
 # What a training loop or scheduler refuses that is a setting, whatever library raised it.
 _NO_PARAMETERS = re.compile(r"optimizer got an empty parameter list|no (?:trainable )?parameters? (?:to optimi[sz]e|require gradients?)", _I)
@@ -108,7 +113,9 @@ _UNKNOWN_MODEL = re.compile(r"\bRuntimeError: Unknown model \([\w.-]+\)")
 NO_COLUMN = re.compile(r"does not contain (?:a|any) columns? named|\bColumn '?[^\n']{1,80}'? not in the dataset"
                        # datasets' map(remove_columns=[...]) naming columns the dataset does not have
                        r"|\bColumns? to remove \[[^\]\n]{1,200}\] not in the dataset"
-                       r"|Unknown split [\"'][^\"'\n]{1,40}[\"']\.? Should be one of", _I)
+                       r"|Unknown split [\"'][^\"'\n]{1,40}[\"']\.? Should be one of"
+                       # (r6) datasets' rename_column(s) of columns the dataset lacks: `Original column names {'1', '0'} not in the dataset`.
+                       r"|\bOriginal column names? [^\n]{1,200}? not in the dataset", _I)
 # A function that reads records from a JSON/JSON Lines/CSV file (`from_jsonl`, `load_json`, `read_csv_file`):
 # a KeyError raised there is a record without the field the reader expects.
 _RECORD_READER = re.compile(r"^_?(?:from|load|read|parse)_?(?:jsonl?|json_?lines|csv|tsv)(?:_file|_data)?$", _I)
