@@ -245,6 +245,14 @@ _ROPE_SCALING = re.compile(r"`?rope_scaling`? must (?:contain keys|be a dictiona
 # datasets older than the fsspec it runs with (2023-24): glob patterns and the cache refuse to work.
 _FSSPEC_MIX = re.compile(r"Invalid pattern: '(?:\*\*)?' can only be an entire path component"
                          r"|Loading a dataset cached in a LocalFileSystem is not supported")
+# (r7) datasets 4.0 dropped loading scripts: a Hub dataset (or local folder) built by a `<name>.py` script.
+_DATASET_SCRIPT = re.compile(r"Dataset scripts are no longer supported, but found [\w.-]+\.py")
+# (r7) LLaMA-Factory dropped every sample while converting the data to its format (columns, roles, tags
+# that do not match dataset_info.json, or empty turns).
+_NO_VALID_SAMPLES = re.compile(r"Cannot find valid samples, check `?data/README\.md`? for the data format")
+# (r7) a transformers *ForSequenceClassification model whose config has no pad_token_id, asked for a batch
+# of more than one sequence (it looks for the last non-pad token of each).
+_NO_PAD_TOKEN_ID = re.compile(r"Cannot handle batch sizes > 1 if no padding token is defined")
 _EVAL_WITHOUT_DATA = re.compile(r"evaluation requires an eval_dataset|--do_eval requires a validation dataset"
                                 r"|requires a (?:validation|eval) dataset")
 _TF32 = re.compile(r"--tf32 requires Ampere or a newer GPU")
@@ -302,6 +310,21 @@ _CONTRACTS = (
      "datasets and fsspec of releases that do not go together", lambda r: (
          f"{r.text()[:120]}: the installed `datasets` is older than the `fsspec` it runs with. Upgrade "
          "datasets (`pip install -U datasets`), or pin fsspec to the release datasets asks for.")),
+    (None, _DATASET_SCRIPT, "MISSING_DEPENDENCY", "PACKAGE_VERSION",
+     "datasets 4 no longer runs dataset loading scripts", lambda r: (
+         f"{r.text()[:120]}: the dataset is built by a loading script, which `datasets` 4.0 and later no longer "
+         "run. Install datasets<4 (`pip install \"datasets<4\"`, e.g. 3.6.0), or load a script-free copy of the "
+         "data (its Parquet/JSON files).")),
+    (("RuntimeError",), _NO_VALID_SAMPLES, "DATA", "DATA_FORMAT",
+     "LLaMA-Factory found no sample in the format its dataset_info.json entry describes", lambda r: (
+         f"{r.text()[:120]}: every record was dropped while converting the data: its fields, roles or tags do "
+         "not match the dataset's entry in dataset_info.json (formatting alpaca/sharegpt, columns, tags), or the "
+         "turns are empty or out of order. Make the records match data/README.md's format for that entry.")),
+    (("ValueError",), _NO_PAD_TOKEN_ID, "TOKENIZER", "TOKENIZER_NO_PAD_TOKEN",
+     "a sequence-classification model without a pad token id got a batch", lambda r: (
+         f"{r.text()[:120]}: the model's config has no pad_token_id, so it cannot find where each sequence of a "
+         "batch ends. Give the tokenizer a pad token (`tokenizer.pad_token = tokenizer.eos_token`) and the "
+         "model the same id (`model.config.pad_token_id = tokenizer.pad_token_id`).")),
     (("ValueError",), _EVAL_WITHOUT_DATA, "CONFIG_INVALID", "CONFIG_VALUE",
      "evaluation is switched on without an evaluation dataset", lambda r: (
          f"{r.text()[:120]}: evaluation is on (eval_strategy/do_eval) but no evaluation dataset is given. "

@@ -34,12 +34,14 @@ SIGNATURES = [
         # TensorFlow's BFC `Ran out of memory trying to allocate`): "out of memory" is never anything
         # else, except the kernel's OOM killer (`Out of memory: Killed process`), which is host RAM.
         r"|(?i:(?<![\w-])out ?of ?memory\b(?!: kill)(?! killer))|paddle::memory::allocation::BadAlloc"
+        # (r7) torch's message retyped from a screenshot with an article: `CUDA out of the memory`.
+        r"|(?i:\b(?:CUDA|GPU) out of the memory\b)"
         r"|\b[A-Z]+_(?:RESULT_)?ERROR_OUT_OF_DEVICE_MEMORY\b|\bEL0004\b[^\n]*[Ff]ailed to allocate memory"),
      ('cuda_error_out_of_memory', 'oom when allocating', 'resource exhausted', 'failed to allocate request', 'error allocating device buffer',
       'could not create cudnn handle', 'out of memory', 'outofmemoryerror', 'total capacity', 'erroroutofmemory', 'metal::malloc',
       'om detected', 'resource_exhausted', 'alloc_failed', 'cudaerrormemoryallocation', 'failed to allocate cuda',
       'out_of_device_memory', 'out of device memory', 'error_outofmemory', 'at the bottom of memory', 'outof memory',
-      'out ofmemory', 'el0004')),
+      'out ofmemory', 'el0004', 'out of the memory')),
     # A GPU watchdog stopped a kernel that ran too long (Windows TDR when the GPU also drives a
     # display; Metal's "Impacting Interactivity"): a time limit, not a fault of the model.
     ("GPU_WATCHDOG_TIMEOUT", "TIMEOUT", re.compile(
@@ -458,7 +460,12 @@ SIGNATURES = [
         r"|\[WinError 1455\]|paging file is too small|\boom[_ ]kill event|\bOOM Killed\b"
         r"|killed by the cgroup out-of-memory handler"
         # (r6) a shell's report of a child it ran that SIGKILL ended: bash's `line 27:   318 Killed   sh start.sh`, zsh's `zsh: killed  python train.py`.
-        r"|: line \d+:\s+\d+ Killed\b|^zsh: killed\b", _I | _M),
+        r"|: line \d+:\s+\d+ Killed\b|^zsh: killed\b"
+        # (r7) the OOM killer named in prose ("I get a error : killed by OOM killer"), and a terminal
+        # that showed nothing but the word ("the terminal shows \"killed\"", "it just prints Killed").
+        r"|\bkilled by (?:the )?(?:linux |kernel(?:'s)? )?OOM[- ]?killer\b"
+        r"|\b(?:shows?|showed|prints?|printed|says?|said|outputs?|displays?|displayed)[^\S\n]+(?:just |only |simply )?"
+        r"(?:[\"'`\u201c\u2018]killed[\"'`\u201d\u2019]|Killed(?=[^\S\n]*(?:[.,;!]|$)))", _I | _M),
      ('memory pressure', 'running low on memory', 'return code = -9', 'exitcode', 'signal 9', '137', 'killed', 'out of memory: kill', 'oom-kill',
       'cannot allocate memory', 'defaultcpuallocator', 'for an array', 'bad_alloc', 'memoryerror', 'out of ram',
       'winerror 1455', 'paging file', 'oom_kill', 'oom kill', 'cgroup out-of-memory')),
