@@ -166,5 +166,6 @@ def test_paste_forms_keep_the_diagnosis():
         assert result[form][1] == 0, (form, result[form][2][:5])
     assert result["in_sentence"][1] <= result["one_line"][1]
     # 68 at dev30's round; 78 with dev28 and dev29 merged (their one-line and VS Code forms lose the frames
-    # that decided them: a Windows config read, a model's remote code, a Keras setting).
-    assert sum(changed for _, changed, _ in result.values()) <= 78
+    # that decided them: a Windows config read, a model's remote code, a Keras setting); 80 with dev32 (r8:
+    # hcgf-15's JSONDecodeError is data only by its data_loader.py frames, which a bare error line drops).
+    assert sum(changed for _, changed, _ in result.values()) <= 80
