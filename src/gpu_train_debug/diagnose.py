@@ -1342,6 +1342,7 @@ class _Diagnosis:
         names = [raised.name] + [link.name for link in self._chain_of_failure()]
         for read in (lambda: fallbacks.assertion(raised, statement),
                      lambda: fallbacks.path_check(raised),   # (r5) a script's own path check, raised
+                     lambda: fallbacks.record_index(raised, statement),   # (r8) a data record's field misread
                      lambda: fallbacks.dataset_build(names, raised.message, link,
                                                      self.log[max(0, raised.start - 4000):raised.start + 300]),
                      lambda: fallbacks.json_decode(raised, own[3] if own and own[3] else statement),

@@ -70,6 +70,13 @@ def assertion(raised, statement):
         return ("NO_ACCELERATOR", ["NO_CUDA_DEVICE"], "the failed assert checks for a CUDA GPU", (
             f"An assert that CUDA is available failed (`{statement.strip()[:120]}`): torch sees no GPU (a CPU-only "
             "torch build, a driver that does not load, or CUDA_VISIBLE_DEVICES hiding the GPUs)."))
+    if semantics.ARGS_ASSERT.match((statement or "").strip()):
+        # (r8) an assert on the parsed arguments or config (`assert args.encoder_seq_length is not None`,
+        # megatron-lm-116): a setting was not given or does not fit the others.
+        return ("CONFIG_INVALID", ["CONFIG_VALUE"], "the failed assert checks the run's arguments or config", (
+            f"An assert on the run's arguments failed (`{checked.strip()[:100]}`): a setting the script requires "
+            "was not given (None), or does not fit the others. Pass it on the command line or in the config (the "
+            "project's example scripts show the arguments it expects), with a value the check accepts."))
     if raised.message and _MISSING_WORDS.search(raised.message) and _FILE_WORDS.search(raised.message):
         return ("DATA", ["FILE_MISSING"], "the assert's message says a file or folder was not found", (
             f"{raised.text()[:160]}: a file or folder the run needs is missing. Download or create it, or fix "
@@ -103,6 +110,20 @@ def path_check(raised):
 
 
 # -- data loading ----------------------------------------------------------------------------
+
+def record_index(raised, statement):
+    """(r8) A string-index error raised by the statement that indexes a data record's field
+    (`data_point['input'][-1]`, `sample["text"]["en"]`): the record has another layout (DATA)."""
+    if raised.name not in ("IndexError", "TypeError") or not semantics.STRING_INDEX.match(raised.message or ""):
+        return None
+    if not semantics.RECORD_NAMED.search(statement or ""):
+        return None
+    return ("DATA", ["DATA_FORMAT"], "a data record's field indexed as a type it is not", (
+        f"{raised.text()[:100]}, raised by `{statement.strip()[:80]}`, which reads a field of a data record: the "
+        "field holds another type than the code indexes (a string where a list of turns or a dict was expected, "
+        "or a record that is a plain string). Give every record the layout the script documents (its example "
+        "data: field names, lists vs strings), or convert the file to it."))
+
 
 _ARROW = ("ArrowInvalid", "ArrowTypeError", "ArrowNotImplementedError", "DatasetGenerationError", "CastError",
           "DatasetGenerationCastError")

@@ -83,7 +83,13 @@ _SCHEDULE_OVERRUN = re.compile(r"Tried to step \d+ times?\. The specified number
 _EMPTY = re.compile(
     r"num_samples should be a positive integer value, but got num_samples=0|\bnum_samples=0\b"
     r"|\b(?:train(?:ing)?[_ ])?dataset is empty\b|\bFound 0 (?:files|images|samples|examples)\b"
-    r"|\bno (?:samples|examples|images|training (?:samples|examples|data)) (?:were )?found\b", _I)
+    r"|\bno (?:samples|examples|images|training (?:samples|examples|data)) (?:were )?found\b"
+    # (r8) Lightning's loaders of no batches: `ValueError: \`Dataloader\` returned 0 length. Please make sure that it
+    # returns at least 1 batch`, `Total length of \`CombinedLoader\` across ranks is zero. Please make sure that it
+    # returns at least 1 batch`, and Lightning 2's `\`Trainer.fit\` stopped: No training batches.` (its warnings that a
+    # loader "returned 0 length. Please make sure this was your intention" alone do not count: a val loader may be off)
+    r"|`?Data[Ll]oader`? returned 0 length\. Please make sure that it returns at least 1 batch"
+    r"|\bacross ranks is zero\. Please make sure that it returns at least 1 batch|`?Trainer\.fit`? stopped: No training batches", _I)
 _SCHEMA_DRIFT = re.compile(
     r"\bArrowInvalid: (?:JSON parse error|Column\(|Could not convert|Invalid value)|Column\([^)\n]*\) changed from \w+ to \w+"
     r"|\bArrowTypeError\b|Couldn't cast array of type|\bDatasetGenerationError\b|\bDatasetGenerationCastError\b"
@@ -166,7 +172,8 @@ _WORDS = {
     "_CONFIG_UNPARSED": ("couldn't parse config file",),
     "_NO_PARAMETERS": ("parameter",),
     "_SCHEDULE_OVERRUN": ("tried to step",),
-    "_EMPTY": ("num_samples", "dataset is empty", "found 0 ", "no samples", "no examples", "no images", "no training"),
+    "_EMPTY": ("num_samples", "dataset is empty", "found 0 ", "no samples", "no examples", "no images", "no training",
+               "returned 0 length", "across ranks is zero"),
     "_SCHEMA_DRIFT": ("arrow", "column(", "couldn't cast", "datasetgeneration", "parsererror", "error tokenizing data"),
     "_NO_LOSS": ("did not return a loss",),
     "_IMAGE_UNREADABLE": ("identify image", "unidentifiedimageerror", "broken data stream", "truncated file read"),
@@ -269,6 +276,8 @@ def read(log, raised=None, link=None):
     message = raised.text() if raised is not None else ""
     # Frames pasted without their `Traceback` header are not parsed into the chain: read them too.
     printed = log[max(0, raised.start - 1500):raised.start] if raised is not None else ""
+    # (r8) What follows the exception line: a traceback pasted after the error it ends in.
+    after = log[raised.start:raised.start + 2000] if raised is not None else ""
     if raised is not None:
         # What was printed around the exception that ended the run (its chain), not text far above it.
         log = log[max(0, raised.start - 6000):raised.start + 2000]
@@ -280,6 +289,8 @@ def read(log, raised=None, link=None):
     hit = _SCHEMA.search(message) or found
     if hit and _OTHER_SUBJECT.search(_line(text, found) if found else message):
         hit = None   # a misconfiguration of the GPU/CUDA/tokenizer/version is that family's, not a setting's
+    if hit and _EMPTY.search(_line(text, found) if found else message):
+        hit = None   # (r8) Lightning's MisconfigurationException that a loader has no batches: the data's (below)
     if hit:
         return ("CONFIG_INVALID", "CONFIG_VALUE", _line(text, found) if found else message,
                 "A configuration schema refused the run's settings (" + hit.group(0)[:100] + "): a key it does "
@@ -290,6 +301,10 @@ def read(log, raised=None, link=None):
     yaml = _yaml_syntax(log, lower)
     if yaml:
         return yaml
+    structural = (_tokenizer_file(raised, frames, printed) or _record_format(raised, printed)
+                  or _argument_assert(raised, printed, after) or _data_json(raised, link, printed))
+    if structural:
+        return structural
     if raised is not None and raised.name == "KeyError" and _RECORD_READER.match(raised.function or ""):
         return ("DATA", "DATASET_KEY", message,
                 f"{message[:100]}, raised in {raised.function}() while it read the data file's records: a record "
@@ -347,6 +362,125 @@ def _record_field(raised, before):
             f"{raised.text()[:100]}, raised by the statement that reads that field from a record of the data: "
             "a record (or the annotation file) has no such field. Give the data the fields the loader reads "
             "(its documented format: names, case, nesting, JSON vs JSON Lines), or read the field the data has.")
+
+
+# -- (r8) the statement that raised: records, arguments, tokenizer files, data readers -------------
+
+# The source line a traceback printed last: a rich box's `❱` line, IPython's `---->` arrow, or the last
+# indented code line of a CPython frame (not a `File "..."` line, a box border or a code fence).
+_ARROW_LINE = re.compile(r"^[^\S\n]*(?:│[^\S\n]*)?(?:❱|-+>)[^\S\n]*\d*[^\S\n]*(?:│[^\S\n]*)*(.+?)[^\S\n]*│?[^\S\n]*$", _M)
+_SOURCE_LINE = re.compile(r"^(?: {2,}|\t)(?!File \")(?![│╭╰─])(\S.*)$", _M)
+
+
+_FRAME_HEADER = re.compile(r"^[^\S\n]*File \"|\.py:\d+ in \w+|^[^\S\n]*\S+ in \w+\(|^<ipython-input-", _M)
+
+
+def _last_statement(text):
+    """The statement the last frame printed in `text` (its source line), or "": the arrow a rich or IPython
+    frame points with (the lines printed after it are context), else the last source line of a CPython frame."""
+    tail = text[-1500:]
+    header = max((m.start() for m in _FRAME_HEADER.finditer(tail)), default=-1)
+    arrows = [m for m in _ARROW_LINE.finditer(tail) if m.start() > header]
+    if arrows:
+        return arrows[-1].group(1).strip()
+    sources = list(_SOURCE_LINE.finditer(tail))
+    return sources[-1].group(1).strip() if sources else ""
+
+
+# A field of a data record indexed as a string/list it is not: `data_point['input'][-1]` raising
+# `IndexError: string index out of range`, `sample["text"]["en"]` raising `string indices must be integers`.
+# The record has another shape than the code reads (a string where a list or dict was expected).
+STRING_INDEX = re.compile(r"^(?:string index out of range|string indices must be integers\b|list indices must be integers or "
+                           r"slices, not str\b)")
+RECORD_NAMED = re.compile(
+    r"\b(?:data_?point|sample|record|example|entry|instance|conversations?|ann|anno|annotations?|\w+_json|json_\w+"
+    r"|data\[(?:index|idx|i)\])\[")
+
+
+def _record_format(raised, printed):
+    """DATA/DATA_FORMAT when a string-index error was raised by a statement that indexes a data record."""
+    if raised is None or raised.name not in ("IndexError", "TypeError") or not STRING_INDEX.match(raised.message or ""):
+        return None
+    statement = _last_statement(printed)
+    if not RECORD_NAMED.search(statement):
+        return None
+    return ("DATA", "DATA_FORMAT", raised.text(),
+            f"{raised.text()[:100]}, raised by `{statement[:80]}`, which reads a field of a data record: the "
+            "field holds another type than the code indexes (a string where a list of turns or a dict was "
+            "expected, or a record that is a plain string). Give every record the layout the script documents "
+            "(its example data: field names, lists vs strings), or convert the file to it.")
+
+
+# An assert on a parsed argument or config attribute (`assert args.encoder_seq_length is not None`,
+# `assert cfg.MODEL.X in (...)`, `assert opt.batch_size % opt.world_size == 0`): a setting is missing or
+# does not fit the others. The statement is printed above the exception line, or (a traceback pasted
+# after the error it ends in) as the last source line below it.
+ARGS_ASSERT = re.compile(r"^assert\s*\(?\s*(?:not\s+)?(?:self\.)?(?:args|opts?|cfg|config|conf|hparams|hp|FLAGS|flags)\.\w+")
+_EXCEPTION_LINE = re.compile(r"^[\w.]*(?:Error|Exception)\b", _M)
+
+
+def _argument_assert(raised, printed, after):
+    """CONFIG_INVALID/CONFIG_VALUE when the assert that failed checks the run's arguments or config."""
+    if raised is None or raised.name != "AssertionError":
+        return None
+    statement = _last_statement(printed)
+    below = after.split("\n", 1)[1] if "\n" in after else ""
+    if not ARGS_ASSERT.match(statement) and not (raised.message or "").strip() and "Traceback (most recent call last)" in below \
+            and not _EXCEPTION_LINE.search(below):
+        statement = _last_statement(below)
+    if not ARGS_ASSERT.match(statement):
+        return None
+    return ("CONFIG_INVALID", "CONFIG_VALUE", statement,
+            f"An assert on the run's arguments failed (`{statement[:100]}`): a setting the script requires was not "
+            "given (None), or does not fit the others. Pass it on the command line or in the config (the "
+            "project's example scripts show the arguments it expects), with a value the check accepts.")
+
+
+# sentencepiece handed no model file: the slow (sentencepiece) tokenizer's vocab_file is None because the
+# folder has no tokenizer.model/spiece.model (a model that ships only tokenizer.json), or the tokenizer class
+# asked for is a slow one the files do not fit: `SentencePieceProcessor_LoadFromFile ... TypeError: not a string`.
+_SPM_LOAD = re.compile(r"sentencepiece|LoadFromFile|SentencePieceProcessor|get_spm_processor")
+
+
+def _tokenizer_file(raised, frames, printed):
+    """TOKENIZER/TOKENIZER_MISSING when sentencepiece was asked to load a model file that is not there (None)."""
+    if raised is None or raised.name != "TypeError" or (raised.message or "").strip() != "not a string":
+        return None
+    if not _SPM_LOAD.search(f"{frames} {printed[-800:]}"):
+        return None
+    return ("TOKENIZER", "TOKENIZER_MISSING", raised.text(),
+            "sentencepiece was given no tokenizer model file (`TypeError: not a string` from LoadFromFile: the slow "
+            "tokenizer's vocab_file is None): the model folder has no tokenizer.model/spiece.model (many models ship "
+            "only tokenizer.json), or the tokenizer class asked for is a slow one these files do not fit. Load the "
+            "fast tokenizer (use_fast=True, LLaMA-Factory's --use_fast_tokenizer), or add the tokenizer.model that "
+            "belongs to the model.")
+
+
+# A JSON decode error raised under a function of the project's data module (`dataloader/data_loader.py`
+# `_read_files`, `datasets/coco.py`): the data file is not the JSON the reader parses (raw newlines or
+# control characters inside strings, JSON Lines read as one document, a truncated file).
+_DATA_MODULE_TAIL = re.compile(r"(?:^|[/\\])(?:\w*_)?(?:data(?:set)?s?|data_?loaders?)(?:[/\\][\w.-]+\.py|(?:_\w+)?\.py)$", _I)
+_INSTALLED = re.compile(r"[/\\](?:site|dist)-packages[/\\]|[/\\]lib[/\\]python\d[\d.]*[/\\]")
+_PRINTED_FILE = re.compile(r'^[^\S\n]*File "([^"\n]+)", line \d+', _M)
+
+
+def _data_json(raised, link, printed):
+    """DATA/DATA_FORMAT when a JSONDecodeError was raised under the project's own data-reading module
+    (its frames parsed, or `File "..."` lines printed above it without a traceback header, as VS Code shows them)."""
+    if raised is None or raised.name != "JSONDecodeError":
+        return None
+    files = [f.file for f in link.frames if f.file] if link is not None and link.frames else _PRINTED_FILE.findall(printed)
+    own = [file for file in files if not _INSTALLED.search(file)]
+    tails = ["/".join(re.split(r"[/\\]", file)[-2:]) for file in own]
+    if not any(_DATA_MODULE_TAIL.search(tail) for tail in tails):
+        return None
+    if any(re.search(r"conf|cfg|setting|option|param", tail, _I) for tail in tails[-1:]):
+        return None   # the deepest own frame reads a config: not the data
+    return ("DATA", "DATA_FORMAT", raised.text(),
+            f"{raised.text()[:100]}, raised while the project's data loader parsed a data file: a record is not "
+            "valid JSON (a raw newline or control character inside a string, JSON Lines read as one document, a "
+            "truncated file). Fix the records (escape newlines as \\n), or parse them leniently "
+            "(json.loads(..., strict=False)) / in the format the file is in.")
 
 
 def _quoted_exception(log):
