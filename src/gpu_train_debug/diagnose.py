@@ -1305,6 +1305,13 @@ class _Diagnosis:
             # traceback, is as often a version mismatch or bad data as a bug in the code: a
             # wrong family is worse than none, so say what was raised and where instead.
             return None
+        field = semantics.record_field(raised, self.log) if name == "KeyError" else None
+        if field:
+            # The project's own statement read that field from a record of the data (a loaded JSON/parquet row,
+            # an annotation): the data lacks the field, which is not a bug of the line that read it.
+            family, code, line, text = field
+            self.decided_by.append({"line": line[:200], "why": "the statement that raised reads that field from a data record"})
+            return family, [code], {}, text
         if name in self._CODE_ERRORS:
             hint = self._code_hint(raised)
             return "CONFIG_INVALID", ["CODE_ERROR"], {}, (

@@ -12,6 +12,7 @@ of the traceback above it (file, line, function) when one was printed.
 """
 
 import bisect
+import collections
 import functools
 import re
 from dataclasses import dataclass
@@ -23,6 +24,9 @@ QUOTE = re.compile(r"^[ \t]*(?:(?:>|│|┃|\|)[ \t]?)+", _M)
 BOLD = re.compile(r"\*\*(?=\S)|(?<=\S)\*\*")
 # Markdown emphasis or code marks opening a line: `_**RuntimeError: ...**_`, `` `ValueError: ...` ``.
 LEADING_MARKS = re.compile(r"^([ \t]*)[_*`]+(?=[A-Za-z\[\d])", _M)
+# Markdown's triple-backtick marks used inline, around words of a sentence: "the loss starts returning
+# ```NaN values```" (a fence alone on its line, with no word against it, stays).
+INLINE_FENCE = re.compile(r"(?<=[^\s`])```|```(?=[^\s`])")
 # An inline-code mark that closes a line, its opening one on an earlier line: `` ...Killed sh start.sh` ``.
 TRAILING_MARK = re.compile(r"^([^`\n]*\S)`+[ \t]*$", _M)
 BOX_END = re.compile(r"[ \t]*[│┃][ \t]*$", _M)
@@ -43,6 +47,7 @@ def normalise_lines(text):
         text = ANSI.sub("", text)
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = unwrap_terminal_width(text)
     if "│" in text or "┃" in text:
         text = rich_frames(text)
     if ">" in text or "│" in text or "┃" in text or "|" in text:
@@ -53,6 +58,8 @@ def normalise_lines(text):
     text = paste_forms(text)
     if "**" in text:
         text = BOLD.sub("", text)
+    if "```" in text:
+        text = INLINE_FENCE.sub("", text)
     if "`" in text or "_" in text or "*" in text:
         text = LEADING_MARKS.sub(r"\1", text)
         if "`" in text:
@@ -60,6 +67,55 @@ def normalise_lines(text):
     if "Error:\n" in text or "Exception:\n" in text or "Error: \n" in text:
         text, ranks = _join_wrapped(text, ranks)
     return text, ranks
+
+
+# A terminal copy that hard-wrapped every long line at the window's width (the rest of a message goes on
+# the next line at column 0, mid-word: `... ProcessGroupNCCL'` / `s watchdog got stuck for 480 seconds`).
+# The width is a line length that at least three lines whose text runs up to that edge share, two of them
+# cut inside a word (a letter, digit or apostrophe at the edge, a lower-case letter at the next line's start),
+# so tqdm bars and tables padded to one width do not count. Each line reaching that edge is joined with the
+# next unless that one starts a new record: `[`, a traceback, an empty line, `usage: `/`error: `, an exception
+# name, or the edge line's own first eight characters (the next record of a fixed format, `host:pid:tid [2]
+# NCCL INFO ...`). Lines of box drawings or of one repeated mark (rules, bars) are never joined.
+_WRAP_MIN_WIDTH = 60
+_NEW_RECORD = re.compile(r"\[|Traceback |[ \t]+File \"|\s*$|[a-z_]+: |[\w.]*(?:Error|Exception|Warning)\b")
+_NOT_PROSE = re.compile(r"[│┃╭╮╰╯]|[─━=#*_~-]{8}")
+_QUOTE_MARK = re.compile(r"^(?:> ?)+")   # a quote-reply's marker before every line, wrapped ones too
+
+
+def unwrap_terminal_width(text, min_width=_WRAP_MIN_WIDTH):
+    """`text` with the lines a terminal hard-wrapped at its width joined again."""
+    if len(text) < 3 * min_width or text.count("\n") < 3:
+        return text
+    lines = text.split("\n")
+    lengths = [len(line) for line in lines]
+    cuts = collections.Counter(n for n, line, after in zip(lengths, lines, lines[1:])
+                               if n >= min_width and _cut_in_word(line, after))
+    for width, cut in cuts.most_common():
+        if cut < 2:
+            return text
+        edge = [i for i, n in enumerate(lengths[:-1]) if n == width and lines[i][-2:].strip()
+                and not _NOT_PROSE.search(lines[i])]
+        if len(edge) >= 3 and sum(map(_cut_in_word, (lines[i] for i in edge), (lines[i + 1] for i in edge))) >= 2:
+            break
+    else:
+        return text
+    edge, joined = set(edge), []
+    for index, line in enumerate(lines):
+        rest = (_QUOTE_MARK.sub("", line) if line[:1] == ">" else line) if index - 1 in edge else None
+        if rest is not None and not _NEW_RECORD.match(rest) and rest[:8] != lines[index - 1][:8]:
+            joined[-1] += rest
+        else:
+            joined.append(line)
+    return "\n".join(joined)
+
+
+def _cut_in_word(line, after):
+    """True when `line` ends inside a word that `after` (past a quote marker) goes on with."""
+    after = _QUOTE_MARK.sub("", after) if after[:1] == ">" else after
+    # A line that starts as this one did is the next record of the same format (`host:pid:tid [2] NCCL INFO`).
+    return (bool(after) and after[0].islower() and (line[-1].isalnum() or line[-1] == "'")
+            and after[:8] != line[:8] and not _NEW_RECORD.match(after))
 
 
 def _join_wrapped(text, ranks):

@@ -55,7 +55,7 @@ def test_heldout_split_is_the_frozen_seeded_sample():
                                                  "dev12": 47, "dev13": 31, "dev21": 31, "dev22": 21, "dev14": 41, "dev15": 31, "dev18": 19,
                                                  "dev16": 45, "dev17": 29, "dev19": 40, "dev20": 30, "dev23": 43, "dev24": 30,
                                                  "dev25": 25, "dev26": 28, "dev27": 24, "dev28": 29, "dev29": 28, "dev30": 30, "dev31": 30,
-                                                 "dev32": 29,
+                                                 "dev32": 29, "dev33": 30,
                                                  "batch7": 64, "batch8": 64, "batch9": 67, "batch10": 64, "batch11": 63,
                                                  "batch12": 59, "batch13": 61, "batch14": 62,
                                                  "batch15": 68, "batch16": 66, "batch17": 86}
@@ -70,7 +70,8 @@ ACCEPTANCE = "batch9"
 DEV_LATER = ["dev12", "dev13", "dev21", "dev22"]
 # Development sets whose family accuracy is not yet held to 90% (README: dev17 is mostly version mismatches
 # outside the rules written from it); their precision is held like every split's.
-FIRST_MEASURED = ["dev17", "dev23", "dev24", "dev25", "dev26", "dev27", "dev28", "dev29", "dev30", "dev31", "dev32"]
+FIRST_MEASURED = ["dev17", "dev23", "dev24", "dev25", "dev26", "dev27", "dev28", "dev29", "dev30", "dev31", "dev32",
+                  "dev33"]
 # batch15, batch16 and batch17: acceptance batches collected blind (by helpers that saw neither the diagnoser
 # nor its rules) after batch9 stayed below the bar. Scored and reported like batch9, never asserted on.
 ACCEPTANCE_SPLITS = {ACCEPTANCE: (67, 50), "batch15": (68, 55), "batch16": (66, 50), "batch17": (86, 65)}

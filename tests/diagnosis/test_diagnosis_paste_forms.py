@@ -167,5 +167,7 @@ def test_paste_forms_keep_the_diagnosis():
     assert result["in_sentence"][1] <= result["one_line"][1]
     # 68 at dev30's round; 78 with dev28 and dev29 merged (their one-line and VS Code forms lose the frames
     # that decided them: a Windows config read, a model's remote code, a Keras setting); with dev31 and dev32
-    # BOUND_NOTE
-    assert sum(changed for _, changed, _ in result.values()) <= BOUND
+    # 85: dev31 adds five (a KeyError read in the project's own code, an `assert os.path.exists(...)` on a data
+    # path: the bare lines carry neither) and dev32 two (hcgf-15's JSONDecodeError is data only by its
+    # data_loader.py frames), in the one-line, quoted and VS Code forms.
+    assert sum(changed for _, changed, _ in result.values()) <= 85

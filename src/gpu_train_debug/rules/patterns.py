@@ -230,8 +230,11 @@ SIGNATURES = [
     # installed version is not the one the code was written for.
     # transformers' collator asked to pad with a tokenizer that has no pad token (Llama, GPT-2, Mistral).
     ("TOKENIZER_NO_PAD_TOKEN", "TOKENIZER", re.compile(
-        r"Asking to pad but the tokenizer does not have a padding token"),
-     ('does not have a padding token',)),
+        r"Asking to pad but the tokenizer does not have a padding token"
+        # (r9) a collator that pads with `tokenizer.pad_token_id` when the tokenizer has none (Qwen's, Llama's):
+        # torch's pad_sequence refuses the None it is handed as padding value.
+        r"|pad_sequence\(\): argument 'padding_value' \(position 3\) must be float, not NoneType"),
+     ('does not have a padding token', "'padding_value'")),
     # sentencepiece cannot parse tokenizer.model: a Git LFS pointer, an interrupted download, or a
     # file that is not a sentencepiece model (Llama 3's tiktoken file).
     ("TOKENIZER_CORRUPT", "TOKENIZER", re.compile(
@@ -470,8 +473,11 @@ SIGNATURES = [
       'cannot allocate memory', 'defaultcpuallocator', 'for an array', 'bad_alloc', 'memoryerror', 'out of ram',
       'winerror 1455', 'paging file', 'oom_kill', 'oom kill', 'cgroup out-of-memory')),
     ("NCCL_TIMEOUT", "DISTRIBUTED", re.compile(
-        r"Watchdog caught collective"),
-     ('watchdog caught',)),
+        r"Watchdog caught collective"
+        # (r9) ProcessGroupNCCL's heartbeat monitor: its watchdog itself made no progress on the enqueued
+        # collectives (a collective or CUDA call that never returns), and it takes the process down.
+        r"|ProcessGroupNCCL'?s watchdog got stuck for \d+ seconds"),
+     ('watchdog caught', 'watchdog got stuck')),
     ("NCCL_ERROR", "DISTRIBUTED", re.compile(
         r"NCCL error\b|DistBackendError|ncclUnhandledCudaError|ncclSystemError|ncclInternalError"
         r"|Distributed package doesn't have NCCL built in|Invalid backend: 'nccl'|ncclInvalidUsage|NCCL communicator was aborted"
@@ -519,6 +525,8 @@ SIGNATURES = [
         r"|the run diverged|val_bpb is (?:nan|inf)|nonfinite (?:grad|param)|returned nan values"
         r"|\bgrad[_ ]norm['\"]?\s*[:=]?\s*(?:nan|inf)\b"
         r"|\bloss\b(?:[^\n.;]|\.(?=\d)){0,40}\b(?:and|but|then|becomes?|became|turns?(?: into)?|goes to|went to)\s+(?:-?nan|-?inf)\b"
+        # (r9) the loss told to return or give NaN: "the loss starts returning NaN values", "loss gives nan".
+        r"|\bloss\b(?:[^\n.;]|\.(?=\d)){0,40}\b(?:returns?|returning|returned|gives?|giving|outputs?|outputting|shows?|showing)\s+(?:-?nan|-?inf)\b"
         # (r6) the same told in Chinese: `loss变为nan`, `loss变成了nan`, `loss出现nan` (no word boundary between the scripts).
         r"|(?<![A-Za-z])loss\s*(?:值)?\s*(?:变为|变成|变得|出现|都是|为)了?\s*(?:-?nan|-?inf)(?![A-Za-z])", _I | _M),
      ('nan', 'inf', 'fail', 'non-finite', 'nonfinite', 'diverged')),

@@ -345,9 +345,14 @@ def read(log, raised=None, link=None):
 # (`json.loads(sample["ground_truth"])`, `for c in coco_json['categories']`, `self.data[index]['json_dialogue']`):
 # the data has no such field. Only names that say "a record of the data" count (not `example` of a collator,
 # `batch`, `config` or `args`, whose missing keys are settings or code).
+# (r9) and a data item's field store: verl's `data_item.non_tensor_batch["reward_model"]` (one attribute hop).
 _RECORD_INDEX = re.compile(
-    r"\b(?:sample|record|ann|anno|annotations?|\w+_json|json_\w+|\w+_anno(?:tation)?s?|data\[(?:index|idx|i)\])"
+    r"\b(?:sample|record|ann|anno|annotations?|\w+_json|json_\w+|\w+_anno(?:tation)?s?|data\[(?:index|idx|i)\]"
+    r"|data_item\.\w+)"
     r"(?:\[[^\]\n]{1,30}\])*\[\s*['\"]([\w .-]{1,40})['\"]\s*\]")
+
+
+_QUOTED_KEY = re.compile(r"\[\s*['\"]([\w .-]{1,40})['\"]\s*\]")
 
 
 def _record_field(raised, before):
@@ -356,7 +361,8 @@ def _record_field(raised, before):
     if raised is None or raised.name != "KeyError":
         return None
     key = (raised.message or "").strip().strip("'\"")
-    if not key or not any(found.group(1) == key for found in _RECORD_INDEX.finditer(before)):
+    # (r9) any key of the chain counts: `record["a"]["b"]` raises KeyError 'a' when the record lacks "a".
+    if not key or not any(key in _QUOTED_KEY.findall(found.group(0)) for found in _RECORD_INDEX.finditer(before)):
         return None
     return ("DATA", "DATASET_KEY", raised.text(),
             f"{raised.text()[:100]}, raised by the statement that reads that field from a record of the data: "
@@ -481,6 +487,11 @@ def _data_json(raised, link, printed):
             "valid JSON (a raw newline or control character inside a string, JSON Lines read as one document, a "
             "truncated file). Fix the records (escape newlines as \\n), or parse them leniently "
             "(json.loads(..., strict=False)) / in the format the file is in.")
+def record_field(raised, log):
+    """(r9) _record_field for a caller holding the whole log: the statement printed above the exception."""
+    if raised is None:
+        return None
+    return _record_field(raised, log[max(0, raised.start - 600):raised.start])
 
 
 def _quoted_exception(log):
