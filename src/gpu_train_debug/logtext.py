@@ -75,9 +75,10 @@ def normalise_lines(text):
 # cut inside a word (a letter, digit or apostrophe at the edge, a lower-case letter at the next line's start),
 # so tqdm bars and tables padded to one width do not count. Each line reaching that edge is joined with the
 # next unless that one starts a new record: `[`, a traceback, an empty line, `usage: `/`error: `, an exception
-# name, or the edge line's own first eight characters (the next record of a fixed format, `host:pid:tid [2]
+# name, or the edge line's own first eight characters, digits aside (the next record of a fixed format, `host:pid:tid [2]
 # NCCL INFO ...`). Lines of box drawings or of one repeated mark (rules, bars) are never joined.
 _WRAP_MIN_WIDTH = 60
+_WRAP_SAMPLE_LINES = 2000
 _NEW_RECORD = re.compile(r"\[|Traceback |[ \t]+File \"|\s*$|[a-z_]+: |[\w.]*(?:Error|Exception|Warning)\b")
 _NOT_PROSE = re.compile(r"[│┃╭╮╰╯]|[─━=#*_~-]{8}")
 _QUOTE_MARK = re.compile(r"^(?:> ?)+")   # a quote-reply's marker before every line, wrapped ones too
@@ -89,8 +90,10 @@ def unwrap_terminal_width(text, min_width=_WRAP_MIN_WIDTH):
         return text
     lines = text.split("\n")
     lengths = [len(line) for line in lines]
-    cuts = collections.Counter(n for n, line, after in zip(lengths, lines, lines[1:])
-                               if n >= min_width and _cut_in_word(line, after))
+    # The width is read from the last lines (a terminal wraps every line alike; a long log is mostly steps).
+    tail = max(0, len(lines) - _WRAP_SAMPLE_LINES)
+    cuts = collections.Counter(lengths[i] for i in range(tail, len(lines) - 1)
+                               if lengths[i] >= min_width and _cut_in_word(lines[i], lines[i + 1]))
     for width, cut in cuts.most_common():
         if cut < 2:
             return text
@@ -102,8 +105,8 @@ def unwrap_terminal_width(text, min_width=_WRAP_MIN_WIDTH):
         return text
     edge, joined = set(edge), []
     for index, line in enumerate(lines):
-        rest = (_QUOTE_MARK.sub("", line) if line[:1] == ">" else line) if index - 1 in edge else None
-        if rest is not None and not _NEW_RECORD.match(rest) and rest[:8] != lines[index - 1][:8]:
+        rest = _unquoted(line) if index - 1 in edge else None
+        if rest is not None and not _NEW_RECORD.match(rest) and not _same_start(rest, _unquoted(lines[index - 1])):
             joined[-1] += rest
         else:
             joined.append(line)
@@ -112,10 +115,24 @@ def unwrap_terminal_width(text, min_width=_WRAP_MIN_WIDTH):
 
 def _cut_in_word(line, after):
     """True when `line` ends inside a word that `after` (past a quote marker) goes on with."""
-    after = _QUOTE_MARK.sub("", after) if after[:1] == ">" else after
-    # A line that starts as this one did is the next record of the same format (`host:pid:tid [2] NCCL INFO`).
-    return (bool(after) and after[0].islower() and (line[-1].isalnum() or line[-1] == "'")
-            and after[:8] != line[:8] and not _NEW_RECORD.match(after))
+    if not line or not (line[-1].isalnum() or line[-1] == "'"):
+        return False
+    after = _unquoted(after)
+    # A line that starts as this one did is the next record of the same format (`host:pid:tid [2] NCCL INFO`,
+    # `step 01000 | loss ...` after `step 00999 | loss ...`: digits aside), both read past a quote marker.
+    return (bool(after) and after[0].islower() and not _same_start(after, _unquoted(line))
+            and not _NEW_RECORD.match(after))
+
+
+_DIGITS = str.maketrans("123456789", "000000000")
+
+
+def _same_start(line, other):
+    return line[:8].translate(_DIGITS) == other[:8].translate(_DIGITS)
+
+
+def _unquoted(line):
+    return _QUOTE_MARK.sub("", line) if line[:1] == ">" else line
 
 
 def _join_wrapped(text, ranks):

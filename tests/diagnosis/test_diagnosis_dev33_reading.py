@@ -48,6 +48,16 @@ def test_lines_of_one_width_that_start_new_records_or_draw_rules_stay_apart():
     assert logtext.unwrap_terminal_width(quoted).split("\n")[0].startswith("> " + "x" * 60 + "abcd" + "y" * 60)
 
 
+def test_progress_lines_of_one_width_stay_apart_quoted_or_not():
+    # A training log's step lines all end at one column, and the step number changes the first characters
+    # every ten steps (`step 00999` then `step 01000`): the next record of the same format, not a wrapped
+    # word, also when every line carries a quote-reply's `> ` marker.
+    steps = [f"step {i:05d} | loss: {9 - i / 1000:.6f} | dt: 312ms | tok/sec: 1,680,112 | remaining: {300 - i % 100:03d}s"
+             for i in range(960, 1060)]
+    for text in ("\n".join(steps), "\n".join("> " + line for line in steps)):
+        assert logtext.unwrap_terminal_width(text).count("\n") == len(steps) - 1
+
+
 def test_inline_triple_backticks_in_a_sentence_are_marks_not_words():
     # nanogpt-383: "the loss starts returning ```NaN values```" (markdown's code marks used inline).
     said = ("All goes well until around ```60,000 iterations```, where the loss starts returning ```NaN values```  "
