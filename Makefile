@@ -21,16 +21,12 @@ $(VENV)/.ready: pyproject.toml
 demo: setup
 	$(VENV)/bin/autoresearch demo $(DEMO_ARGS)
 
-# Everything: the unit and contract tests spread over the cores (as `make check`), then the slow ones
-# (browser, Claude CLI, Ray, real training) one at a time, since they load the whole machine themselves.
 test: setup
-	$(PY) -m pytest -m "not slow" -n auto
-	$(PY) -m pytest -m slow
+	$(PY) -m pytest
 
 # The fast inner loop before a commit (under 3 minutes on a 2-core machine): every room's unit and
 # contract tests, no browser, Claude CLI, Ray, training or long real runs (tests/conftest.py NEEDS
-# lists what is left out), spread over the machine's cores (pytest-xdist). `make test` runs them so too,
-# then the slow ones serially.
+# lists what is left out), spread over the machine's cores (pytest-xdist). `make test` stays serial.
 check: setup
 	$(PY) -m pytest -q -m "not slow" -n auto
 
